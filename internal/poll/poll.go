@@ -1,0 +1,81 @@
+// Package poll waits for a condition with a deadline and, when the deadline
+// passes, says what was awaited and what was last seen. It never sleeps blindly:
+// every wait is bounded by a context and a timeout.
+package poll
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// DefaultInterval between two checks.
+const DefaultInterval = 100 * time.Millisecond
+
+type stopError struct{ err error }
+
+func (s stopError) Error() string { return s.err.Error() }
+func (s stopError) Unwrap() error { return s.err }
+
+// Stop wraps err so that Until returns it at once instead of retrying.
+func Stop(err error) error { return stopError{err} }
+
+// TimeoutError is returned when the deadline passes.
+type TimeoutError struct {
+	What    string
+	Timeout time.Duration
+	Last    error
+}
+
+func (e *TimeoutError) Error() string {
+	if e.Last != nil {
+		return fmt.Sprintf("timed out after %s waiting for %s; last seen: %v", e.Timeout, e.What, e.Last)
+	}
+	return fmt.Sprintf("timed out after %s waiting for %s", e.Timeout, e.What)
+}
+
+func (e *TimeoutError) Unwrap() error { return e.Last }
+
+// Until calls check until it returns nil, returns an error wrapped with Stop,
+// the timeout passes or ctx ends. A non-nil, non-Stop error from check is the
+// "last seen" state reported on timeout. what names the awaited state.
+func Until(ctx context.Context, timeout time.Duration, what string, check func(context.Context) error) error {
+	return UntilEvery(ctx, timeout, DefaultInterval, what, check)
+}
+
+// UntilEvery is Until with an explicit interval.
+func UntilEvery(ctx context.Context, timeout, interval time.Duration, what string, check func(context.Context) error) error {
+	if interval <= 0 {
+		interval = DefaultInterval
+	}
+	deadline := time.Now().Add(timeout)
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	ticker := time.NewTicker(interval)
+	defer ticker.Stop()
+	var last error
+	for {
+		err := check(ctx)
+		if err == nil {
+			return nil
+		}
+		var stop stopError
+		if errors.As(err, &stop) {
+			return stop.err
+		}
+		// An error caused by our own deadline says nothing about the state.
+		if ctx.Err() == nil || last == nil {
+			last = err
+		}
+		select {
+		case <-ctx.Done():
+			if time.Now().Before(deadline) {
+				// The caller's context ended, not our deadline.
+				return fmt.Errorf("stopped waiting for %s: %w (last seen: %v)", what, context.Cause(ctx), last)
+			}
+			return &TimeoutError{What: what, Timeout: timeout, Last: last}
+		case <-ticker.C:
+		}
+	}
+}

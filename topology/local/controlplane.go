@@ -1,0 +1,266 @@
+package local
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/multikueue-testkit/testkit/internal/assets"
+	"github.com/multikueue-testkit/testkit/internal/poll"
+)
+
+// controlPlane is one cluster's etcd and kube-apiserver, with a private CA,
+// on free loopback ports, with all files below dir.
+type controlPlane struct {
+	cluster   string
+	dir       string
+	bins      assets.Binaries
+	extraArgs []string
+	timeout   time.Duration
+
+	ca       *certAuthority
+	admin    keyPair
+	etcdPort int
+	apiPort  int
+	etcd     *process
+	api      *process
+}
+
+const (
+	procStopTimeout = 10 * time.Second
+	adminUser       = "mktk-admin"
+)
+
+func newControlPlane(cluster, dir string, bins assets.Binaries, extraArgs []string, timeout time.Duration) (*controlPlane, error) {
+	cp := &controlPlane{cluster: cluster, dir: dir, bins: bins, extraArgs: extraArgs, timeout: timeout}
+	var err error
+	if cp.ca, err = newCertAuthority(cluster + "-ca"); err != nil {
+		return nil, err
+	}
+	serving, err := cp.ca.serving("kube-apiserver")
+	if err != nil {
+		return nil, err
+	}
+	if cp.admin, err = cp.ca.client(adminUser, "system:masters"); err != nil {
+		return nil, err
+	}
+	sa, err := newSigningKey()
+	if err != nil {
+		return nil, err
+	}
+	for name, data := range map[string][]byte{
+		"ca.crt": cp.ca.certPEM, "apiserver.crt": serving.cert, "apiserver.key": serving.key, "sa.key": sa,
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+			return nil, err
+		}
+	}
+	return cp, nil
+}
+
+// start brings up etcd and the API server and waits until /readyz answers.
+// A start that loses a port race is retried on fresh ports.
+func (cp *controlPlane) start(ctx context.Context) error {
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		if cp.etcdPort, err = freePort(); err != nil {
+			return err
+		}
+		if cp.apiPort, err = freePort(); err != nil {
+			return err
+		}
+		cp.etcd = cp.newEtcd()
+		cp.api = cp.newAPIServer()
+		if err = cp.startEtcd(ctx); err == nil {
+			if err = cp.startAPIServer(ctx); err == nil {
+				return nil
+			}
+		}
+		_ = cp.stop()
+		if !errors.Is(err, errPortInUse) {
+			return err
+		}
+	}
+	return err
+}
+
+var errPortInUse = errors.New("address already in use")
+
+func (cp *controlPlane) newEtcd() *process {
+	peerPort, _ := freePort()
+	client := "http://127.0.0.1:" + strconv.Itoa(cp.etcdPort)
+	peer := "http://127.0.0.1:" + strconv.Itoa(peerPort)
+	return &process{
+		name: "etcd", cluster: cp.cluster, path: cp.bins.Etcd, logPath: filepath.Join(cp.dir, "etcd.log"),
+		args: []string{
+			"--name=default",
+			"--data-dir=" + filepath.Join(cp.dir, "etcd-data"),
+			"--listen-client-urls=" + client,
+			"--advertise-client-urls=" + client,
+			"--listen-peer-urls=" + peer,
+			"--initial-advertise-peer-urls=" + peer,
+			"--initial-cluster=default=" + peer,
+			"--unsafe-no-fsync=true",
+			"--log-level=warn",
+		},
+	}
+}
+
+func (cp *controlPlane) newAPIServer() *process {
+	f := func(name string) string { return filepath.Join(cp.dir, name) }
+	args := []string{
+		"--etcd-servers=http://127.0.0.1:" + strconv.Itoa(cp.etcdPort),
+		"--bind-address=127.0.0.1",
+		"--advertise-address=127.0.0.1",
+		"--secure-port=" + strconv.Itoa(cp.apiPort),
+		"--cert-dir=" + f("apiserver-certs"),
+		"--tls-cert-file=" + f("apiserver.crt"),
+		"--tls-private-key-file=" + f("apiserver.key"),
+		"--client-ca-file=" + f("ca.crt"),
+		"--authorization-mode=RBAC",
+		"--service-account-issuer=https://127.0.0.1:" + strconv.Itoa(cp.apiPort),
+		"--service-account-key-file=" + f("sa.key"),
+		"--service-account-signing-key-file=" + f("sa.key"),
+		"--service-cluster-ip-range=10.0.0.0/24",
+		"--allow-privileged=true",
+		// No controller-manager creates default ServiceAccounts here.
+		"--disable-admission-plugins=ServiceAccount",
+		// Test clusters serve one client; APF only costs start-up time.
+		"--enable-priority-and-fairness=false",
+		"--endpoint-reconciler-type=none",
+		"--profiling=false",
+	}
+	return &process{
+		name: "kube-apiserver", cluster: cp.cluster, path: cp.bins.APIServer, logPath: f("kube-apiserver.log"),
+		args: append(args, cp.extraArgs...),
+	}
+}
+
+func (cp *controlPlane) startEtcd(ctx context.Context) error {
+	if err := cp.etcd.start(); err != nil {
+		return err
+	}
+	url := fmt.Sprintf("http://127.0.0.1:%d/health", cp.etcdPort)
+	hc := &http.Client{Timeout: time.Second}
+	return cp.waitHealthy(ctx, cp.etcd, fmt.Sprintf("cluster %q: etcd to answer %s", cp.cluster, url), func() error {
+		resp, err := hc.Get(url)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("etcd /health: %s", resp.Status)
+		}
+		return nil
+	})
+}
+
+func (cp *controlPlane) startAPIServer(ctx context.Context) error {
+	if err := cp.api.start(); err != nil {
+		return err
+	}
+	tlsCfg, err := cp.clientTLS()
+	if err != nil {
+		return err
+	}
+	hc := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: tlsCfg}}
+	defer hc.CloseIdleConnections()
+	url := fmt.Sprintf("https://127.0.0.1:%d/readyz", cp.apiPort)
+	return cp.waitHealthy(ctx, cp.api, fmt.Sprintf("cluster %q: kube-apiserver to answer %s", cp.cluster, url), func() error {
+		resp, err := hc.Get(url)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("kube-apiserver /readyz: %s", resp.Status)
+		}
+		return nil
+	})
+}
+
+// waitHealthy polls healthy until it passes, the process exits (then the
+// error carries the log tail) or the timeout passes.
+func (cp *controlPlane) waitHealthy(ctx context.Context, p *process, what string, healthy func() error) error {
+	return poll.Until(ctx, cp.timeout, what, func(context.Context) error {
+		if done, werr := p.exited(); done {
+			tail := p.logTail(15)
+			if strings.Contains(tail, "address already in use") {
+				return poll.Stop(fmt.Errorf("cluster %q: %s: %w", cp.cluster, p.name, errPortInUse))
+			}
+			return poll.Stop(fmt.Errorf("cluster %q: %s exited (%v); last log lines from %s:\n%s", cp.cluster, p.name, werr, p.logPath, tail))
+		}
+		return healthy()
+	})
+}
+
+func (cp *controlPlane) clientTLS() (*tls.Config, error) {
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(cp.ca.certPEM)
+	cert, err := tls.X509KeyPair(cp.admin.cert, cp.admin.key)
+	if err != nil {
+		return nil, err
+	}
+	return &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
+}
+
+// stop kills the API server, then etcd.
+func (cp *controlPlane) stop() error {
+	var errs []error
+	if cp.api != nil {
+		errs = append(errs, cp.api.stop(procStopTimeout))
+	}
+	if cp.etcd != nil {
+		errs = append(errs, cp.etcd.stop(procStopTimeout))
+	}
+	return errors.Join(errs...)
+}
+
+func (cp *controlPlane) host() string { return fmt.Sprintf("https://127.0.0.1:%d", cp.apiPort) }
+
+// restConfig is an admin config without client-side rate limiting.
+func (cp *controlPlane) restConfig() *rest.Config {
+	return &rest.Config{
+		Host: cp.host(),
+		TLSClientConfig: rest.TLSClientConfig{
+			CAData: cp.ca.certPEM, CertData: cp.admin.cert, KeyData: cp.admin.key,
+		},
+		QPS:   -1,
+		Burst: 1000,
+	}
+}
+
+// kubeconfig is the admin kubeconfig with inline credentials.
+func (cp *controlPlane) kubeconfig() ([]byte, error) {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters[cp.cluster] = &clientcmdapi.Cluster{Server: cp.host(), CertificateAuthorityData: cp.ca.certPEM}
+	cfg.AuthInfos[adminUser] = &clientcmdapi.AuthInfo{ClientCertificateData: cp.admin.cert, ClientKeyData: cp.admin.key}
+	cfg.Contexts[cp.cluster] = &clientcmdapi.Context{Cluster: cp.cluster, AuthInfo: adminUser}
+	cfg.CurrentContext = cp.cluster
+	return clientcmd.Write(*cfg)
+}
+
+// pids returns the running processes' ids, for leak checks.
+func (cp *controlPlane) pids() []int {
+	var out []int
+	for _, p := range []*process{cp.etcd, cp.api} {
+		if p != nil {
+			if pid := p.pid(); pid != 0 {
+				out = append(out, pid)
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,147 @@
+package local
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/multikueue-testkit/testkit/internal/modsrc"
+	"github.com/multikueue-testkit/testkit/internal/poll"
+	"github.com/multikueue-testkit/testkit/topology"
+)
+
+// crdSource is a set of CRD files inside a pinned module.
+type crdSource struct {
+	module string
+	dir    string
+	// files to install; empty means every .yaml in dir.
+	files []string
+}
+
+// crdSources returns the CRDs a cluster needs for the given integrations and
+// connector: Kueue's always, JobSet's and Ray's only when those integrations
+// are on, ClusterProfile's only when asked for. Fewer CRDs start faster.
+func crdSources(integrations []string, clusterProfiles bool) []crdSource {
+	srcs := []crdSource{{module: modsrc.Kueue, dir: "config/components/crd/bases"}}
+	var ray []string
+	for _, in := range integrations {
+		switch in {
+		case topology.IntegrationJobSet:
+			srcs = append(srcs, crdSource{module: modsrc.JobSet, dir: "config/components/crd/bases", files: []string{"jobset.x-k8s.io_jobsets.yaml"}})
+		case topology.IntegrationRayJob:
+			ray = append(ray, "ray.io_rayjobs.yaml", "ray.io_rayclusters.yaml")
+		case topology.IntegrationRayCluster:
+			ray = append(ray, "ray.io_rayclusters.yaml")
+		}
+	}
+	if len(ray) > 0 {
+		sort.Strings(ray)
+		srcs = append(srcs, crdSource{module: modsrc.KubeRay, dir: "config/crd/bases", files: uniq(ray)})
+	}
+	if clusterProfiles {
+		srcs = append(srcs, crdSource{module: modsrc.ClusterInventory, dir: "config/crd/bases", files: []string{"multicluster.x-k8s.io_clusterprofiles.yaml"}})
+	}
+	return srcs
+}
+
+func uniq(s []string) []string {
+	out := s[:0]
+	for i, v := range s {
+		if i == 0 || v != s[i-1] {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// loadCRDs reads and decodes the CRDs of srcs from the module cache.
+func loadCRDs(ctx context.Context, srcs []crdSource) ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	var out []*apiextensionsv1.CustomResourceDefinition
+	for _, src := range srcs {
+		root, err := modsrc.Dir(ctx, src.module)
+		if err != nil {
+			return nil, err
+		}
+		dir := filepath.Join(root, src.dir)
+		files := src.files
+		if len(files) == 0 {
+			entries, err := os.ReadDir(dir)
+			if err != nil {
+				return nil, fmt.Errorf("CRDs of %s: %w", src.module, err)
+			}
+			for _, e := range entries {
+				if strings.HasSuffix(e.Name(), ".yaml") && !strings.HasPrefix(e.Name(), "_") {
+					files = append(files, e.Name())
+				}
+			}
+		}
+		for _, f := range files {
+			crds, err := decodeCRDs(filepath.Join(dir, f))
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, crds...)
+		}
+	}
+	return out, nil
+}
+
+func decodeCRDs(path string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	dec := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(raw), 4096)
+	var out []*apiextensionsv1.CustomResourceDefinition
+	for {
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := dec.Decode(crd); err != nil {
+			if errors.Is(err, io.EOF) {
+				return out, nil
+			}
+			return nil, fmt.Errorf("decode %s: %w", path, err)
+		}
+		if crd.Kind == "CustomResourceDefinition" {
+			out = append(out, crd)
+		}
+	}
+}
+
+// installCRDs creates crds on c and waits until each is Established.
+func installCRDs(ctx context.Context, c *topology.Cluster, crds []*apiextensionsv1.CustomResourceDefinition) error {
+	for _, crd := range crds {
+		obj := crd.DeepCopy()
+		if err := c.Client.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("cluster %q: create CRD %s: %w", c.Name, crd.Name, err)
+		}
+	}
+	return poll.Until(ctx, startTimeout, fmt.Sprintf("cluster %q: %d CRDs to be Established", c.Name, len(crds)), func(ctx context.Context) error {
+		for _, crd := range crds {
+			got := &apiextensionsv1.CustomResourceDefinition{}
+			if err := c.Client.Get(ctx, client.ObjectKey{Name: crd.Name}, got); err != nil {
+				return err
+			}
+			established := false
+			for _, cond := range got.Status.Conditions {
+				if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
+					established = true
+				}
+			}
+			if !established {
+				return fmt.Errorf("CRD %s is not Established", crd.Name)
+			}
+		}
+		return nil
+	})
+}

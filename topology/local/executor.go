@@ -1,0 +1,164 @@
+package local
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/multikueue-testkit/testkit/topology"
+)
+
+// DefaultRunDuration is how long a Job runs when it has no run-duration
+// annotation.
+const DefaultRunDuration = time.Second
+
+// jobExecutor plays the Job controller and kubelet for batch/Jobs on a worker:
+// an unsuspended Job is marked running, then succeeded or failed after its
+// run duration, with the status Kubernetes 1.35 validation requires. It runs in
+// a manager of its own, so stopping a cluster's Kueue leaves running Jobs
+// running, as on a real cluster.
+type jobExecutor struct {
+	cluster string
+	client  client.Client
+	now     func() time.Time
+}
+
+const jobControllerManagedBy = "kubernetes.io/job-controller"
+
+func newExecutorManager(cluster string, cfg *rest.Config, logPath string) (manager.Manager, error) {
+	scheme, err := topology.NewScheme()
+	if err != nil {
+		return nil, err
+	}
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 scheme,
+		Logger:                 zap.New(zap.WriteTo(logf)),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Controller:             ctrlConfigSkipNameValidation(),
+	})
+	if err != nil {
+		logf.Close()
+		return nil, err
+	}
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error { <-ctx.Done(); return logf.Close() })); err != nil {
+		return nil, err
+	}
+	ex := &jobExecutor{cluster: cluster, client: mgr.GetClient(), now: time.Now}
+	err = ctrl.NewControllerManagedBy(mgr).Named("mktk-job-executor").For(&batchv1.Job{}).Complete(ex)
+	return mgr, err
+}
+
+// Reconcile advances one Job.
+func (e *jobExecutor) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	job := &batchv1.Job{}
+	if err := e.client.Get(ctx, req.NamespacedName, job); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if job.Spec.ManagedBy != nil && *job.Spec.ManagedBy != jobControllerManagedBy {
+		return reconcile.Result{}, nil // another controller (MultiKueue) owns its status
+	}
+	if finished(job) || !job.DeletionTimestamp.IsZero() {
+		return reconcile.Result{}, nil
+	}
+	if ptr.Deref(job.Spec.Suspend, false) {
+		if job.Status.StartTime == nil && job.Status.Active == 0 {
+			return reconcile.Result{}, nil
+		}
+		// Suspended while running (evicted): stop the pods.
+		job.Status.Active, job.Status.Ready, job.Status.StartTime = 0, ptr.To[int32](0), nil
+		return reconcile.Result{}, e.update(ctx, job)
+	}
+	dur, outcome, err := runSpec(job)
+	if err != nil {
+		return reconcile.Result{}, reconcile.TerminalError(fmt.Errorf("cluster %q: Job %s: %w", e.cluster, req.NamespacedName, err))
+	}
+	now := e.now()
+	if job.Status.StartTime == nil {
+		par := ptr.Deref(job.Spec.Parallelism, 1)
+		job.Status.StartTime = &metav1.Time{Time: now}
+		job.Status.Active, job.Status.Ready = par, ptr.To(par)
+		if err := e.update(ctx, job); err != nil {
+			return reconcile.Result{}, err
+		}
+		return reconcile.Result{RequeueAfter: dur}, nil
+	}
+	if left := job.Status.StartTime.Add(dur).Sub(now); left > 0 {
+		return reconcile.Result{RequeueAfter: left}, nil
+	}
+	t := metav1.Time{Time: now}
+	job.Status.Active, job.Status.Ready, job.Status.Terminating = 0, ptr.To[int32](0), ptr.To[int32](0)
+	if outcome == topology.OutcomeFailed {
+		job.Status.Failed = 1
+		job.Status.Conditions = append(job.Status.Conditions,
+			condition(batchv1.JobFailureTarget, "BackoffLimitExceeded", "Job has reached the specified backoff limit", t),
+			condition(batchv1.JobFailed, "BackoffLimitExceeded", "Job has reached the specified backoff limit", t))
+	} else {
+		job.Status.Succeeded = ptr.Deref(job.Spec.Completions, ptr.Deref(job.Spec.Parallelism, 1))
+		job.Status.CompletionTime = &t
+		job.Status.Conditions = append(job.Status.Conditions,
+			condition(batchv1.JobSuccessCriteriaMet, "CompletionsReached", "Reached expected number of succeeded pods", t),
+			condition(batchv1.JobComplete, "CompletionsReached", "Reached expected number of succeeded pods", t))
+	}
+	return reconcile.Result{}, e.update(ctx, job)
+}
+
+func (e *jobExecutor) update(ctx context.Context, job *batchv1.Job) error {
+	if err := e.client.Status().Update(ctx, job); err != nil {
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			return nil // a newer version is on its way to us
+		}
+		return fmt.Errorf("cluster %q: update status of Job %s/%s: %w", e.cluster, job.Namespace, job.Name, err)
+	}
+	return nil
+}
+
+func runSpec(job *batchv1.Job) (time.Duration, string, error) {
+	dur := DefaultRunDuration
+	if v, ok := job.Annotations[topology.AnnotationRunDuration]; ok {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			return 0, "", fmt.Errorf("annotation %s=%q is not a non-negative Go duration", topology.AnnotationRunDuration, v)
+		}
+		dur = d
+	}
+	outcome := topology.OutcomeSucceeded
+	if v, ok := job.Annotations[topology.AnnotationOutcome]; ok {
+		if v != topology.OutcomeSucceeded && v != topology.OutcomeFailed {
+			return 0, "", fmt.Errorf("annotation %s=%q is neither %s nor %s", topology.AnnotationOutcome, v, topology.OutcomeSucceeded, topology.OutcomeFailed)
+		}
+		outcome = v
+	}
+	return dur, outcome, nil
+}
+
+func finished(job *batchv1.Job) bool {
+	for _, c := range job.Status.Conditions {
+		if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
+
+func condition(t batchv1.JobConditionType, reason, msg string, at metav1.Time) batchv1.JobCondition {
+	return batchv1.JobCondition{Type: t, Status: corev1.ConditionTrue, Reason: reason, Message: msg, LastProbeTime: at, LastTransitionTime: at}
+}

@@ -1,0 +1,353 @@
+package local
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	resourceapi "k8s.io/api/resource/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/sets"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/client-go/discovery"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	inventoryv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	"sigs.k8s.io/yaml"
+
+	configapi "sigs.k8s.io/kueue/apis/config/v1beta2"
+	kueuealpha "sigs.k8s.io/kueue/apis/kueue/v1alpha1"
+	kueuev1beta1 "sigs.k8s.io/kueue/apis/kueue/v1beta1"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	qcache "sigs.k8s.io/kueue/pkg/cache/queue"
+	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
+	kueueconfig "sigs.k8s.io/kueue/pkg/config"
+	"sigs.k8s.io/kueue/pkg/constants"
+	"sigs.k8s.io/kueue/pkg/controller/admissionchecks/multikueue"
+	"sigs.k8s.io/kueue/pkg/controller/core"
+	"sigs.k8s.io/kueue/pkg/controller/core/indexer"
+	"sigs.k8s.io/kueue/pkg/controller/failurerecovery"
+	"sigs.k8s.io/kueue/pkg/controller/jobframework"
+	"sigs.k8s.io/kueue/pkg/controller/tas"
+	tasindexer "sigs.k8s.io/kueue/pkg/controller/tas/indexer"
+	dispatcher "sigs.k8s.io/kueue/pkg/controller/workloaddispatcher"
+	"sigs.k8s.io/kueue/pkg/features"
+	"sigs.k8s.io/kueue/pkg/scheduler"
+	preemptexpectations "sigs.k8s.io/kueue/pkg/scheduler/preemption/expectations"
+	"sigs.k8s.io/kueue/pkg/util/kubeversion"
+	"sigs.k8s.io/kueue/pkg/webhooks"
+
+	// Link every job integration, as cmd/kueue does.
+	_ "sigs.k8s.io/kueue/pkg/controller/jobs"
+
+	"github.com/multikueue-testkit/testkit/internal/poll"
+	"github.com/multikueue-testkit/testkit/topology"
+)
+
+// kueueProcess is one cluster's Kueue, run in this Go process the way
+// cmd/kueue/main.go wires it. It can be stopped and started again: every start
+// builds a fresh controller-runtime Manager from the same configuration file,
+// on the same webhook port.
+type kueueProcess struct {
+	cluster     string
+	restConfig  *rest.Config
+	configPath  string
+	logPath     string
+	certDir     string
+	webhookPort int
+	batch       time.Duration
+
+	mu     sync.Mutex
+	cancel context.CancelFunc
+	done   chan error
+	// server is the last manager's webhook server; its routes are the
+	// webhooks this Kueue serves.
+	server webhook.Server
+}
+
+// writeKueueConfig renders the Kueue Configuration for spec into dir and
+// returns its path. The file is what `kueue --config` would read.
+func writeKueueConfig(dir string, spec topology.Spec) (string, error) {
+	k := spec.Kueue
+	cfg := configapi.Configuration{
+		TypeMeta:               metav1.TypeMeta{APIVersion: configapi.GroupVersion.String(), Kind: "Configuration"},
+		Namespace:              ptr.To(k.Namespace),
+		InternalCertManagement: &configapi.InternalCertManagement{Enable: ptr.To(false)},
+		Integrations:           &configapi.Integrations{Frameworks: k.Integrations},
+		MultiKueue: &configapi.MultiKueue{
+			GCInterval:        &metav1.Duration{Duration: spec.GCInterval},
+			Origin:            ptr.To(k.Origin),
+			WorkerLostTimeout: &metav1.Duration{Duration: spec.WorkerLostTimeout},
+			DispatcherName:    ptr.To(k.Dispatcher),
+		},
+		FeatureGates: k.FeatureGates,
+	}
+	raw, err := yaml.Marshal(&cfg)
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "kueue-config.yaml")
+	return path, os.WriteFile(path, raw, 0o600)
+}
+
+// kueueScheme is the scheme cmd/kueue builds, fresh for every manager.
+func kueueScheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{
+		clientgoscheme.AddToScheme, schedulingv1.AddToScheme, resourceapi.AddToScheme,
+		kueue.AddToScheme, kueuev1beta1.AddToScheme, kueuealpha.AddToScheme,
+		configapi.AddToScheme, inventoryv1alpha1.AddToScheme,
+	} {
+		if err := add(s); err != nil {
+			return nil, err
+		}
+	}
+	err := jobframework.ForEachIntegration(func(_ string, cb jobframework.IntegrationCallbacks) error {
+		if cb.AddToScheme != nil {
+			return cb.AddToScheme(s)
+		}
+		return nil
+	})
+	return s, err
+}
+
+// start builds the manager, starts it and waits until its caches are synced
+// and its webhook server accepts TLS connections.
+func (k *kueueProcess) start(ctx context.Context) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.cancel != nil {
+		return fmt.Errorf("cluster %q: Kueue is already running", k.cluster)
+	}
+	mgr, err := k.build(ctx)
+	if err != nil {
+		return fmt.Errorf("cluster %q: set up Kueue: %w", k.cluster, err)
+	}
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(runCtx) }()
+	k.cancel, k.done = cancel, done
+
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(k.webhookPort))
+	err = poll.Until(ctx, startTimeout, fmt.Sprintf("cluster %q: Kueue caches to sync and its webhook server to listen on %s", k.cluster, addr), func(ctx context.Context) error {
+		select {
+		case err := <-done:
+			done <- err
+			return poll.Stop(fmt.Errorf("cluster %q: Kueue manager exited: %v (log: %s)", k.cluster, err, k.logPath))
+		default:
+		}
+		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: time.Second}, "tcp", addr, &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // readiness probe only
+		if err != nil {
+			return err
+		}
+		conn.Close()
+		syncCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		if !mgr.GetCache().WaitForCacheSync(syncCtx) {
+			return errors.New("caches not synced yet")
+		}
+		return nil
+	})
+	if err != nil {
+		k.stopLocked()
+		return err
+	}
+	return nil
+}
+
+// stop stops the manager and waits for it to return.
+func (k *kueueProcess) stop() error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.stopLocked()
+}
+
+func (k *kueueProcess) stopLocked() error {
+	if k.cancel == nil {
+		return nil
+	}
+	k.cancel()
+	k.cancel = nil
+	select {
+	case err := <-k.done:
+		if err != nil && !errors.Is(err, context.Canceled) {
+			return fmt.Errorf("cluster %q: Kueue manager: %w", k.cluster, err)
+		}
+		return nil
+	case <-time.After(procStopTimeout):
+		return fmt.Errorf("cluster %q: Kueue manager did not stop within %s", k.cluster, procStopTimeout)
+	}
+}
+
+// build follows cmd/kueue/main.go: load the configuration, create the manager
+// and set up indexes, caches, queues, core controllers, MultiKueue, the job
+// integrations, webhooks and the scheduler. What main.go does and this does
+// not: metrics and health servers, leader election, internal cert management
+// (certificates are ours), the visibility server, provisioning requests.
+func (k *kueueProcess) build(ctx context.Context) (manager.Manager, error) {
+	scheme, err := kueueScheme()
+	if err != nil {
+		return nil, err
+	}
+	options, cfg, err := kueueconfig.Load(scheme, k.configPath)
+	if err != nil {
+		return nil, fmt.Errorf("load %s: %w", k.configPath, err)
+	}
+	if len(cfg.FeatureGates) > 0 {
+		// Process-global, as in cmd/kueue: every in-process Kueue shares it.
+		if err := utilfeature.DefaultMutableFeatureGate.SetFromMap(cfg.FeatureGates); err != nil {
+			return nil, fmt.Errorf("feature gates: %w", err)
+		}
+	}
+	logf, err := os.OpenFile(k.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	logger := zap.New(zap.WriteTo(logf), zap.UseDevMode(false))
+	options.Logger = logger
+	options.Metrics = metricsserver.Options{BindAddress: "0"}
+	options.HealthProbeBindAddress = "0"
+	options.PprofBindAddress = "0"
+	options.LeaderElection = false
+	options.Controller.SkipNameValidation = ptr.To(true)
+	options.WebhookServer = webhook.NewServer(webhook.Options{Host: "127.0.0.1", Port: k.webhookPort, CertDir: k.certDir})
+
+	mgr, err := ctrl.NewManager(k.restConfig, options)
+	if err != nil {
+		logf.Close()
+		return nil, err
+	}
+	k.server = options.WebhookServer
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		<-ctx.Done()
+		return logf.Close()
+	})); err != nil {
+		return nil, err
+	}
+	cCache := schdcache.New(mgr.GetClient())
+	requeuer := qcache.NewRequeuer()
+	if err := mgr.Add(requeuer); err != nil {
+		return nil, err
+	}
+	expectations := preemptexpectations.New()
+	queues := qcache.NewManager(mgr.GetClient(), cCache, requeuer, qcache.WithPreemptionExpectations(expectations))
+
+	// Indexes.
+	if err := indexer.Setup(ctx, mgr.GetFieldIndexer()); err != nil {
+		return nil, err
+	}
+	if features.Enabled(features.TopologyAwareScheduling) {
+		if err := tasindexer.SetupIndexes(ctx, mgr.GetFieldIndexer()); err != nil {
+			return nil, err
+		}
+	}
+	if features.Enabled(features.MultiKueue) {
+		if err := multikueue.SetupIndexer(ctx, mgr.GetFieldIndexer(), *cfg.Namespace); err != nil {
+			return nil, err
+		}
+	}
+	if err := jobframework.SetupIndexes(ctx, mgr.GetFieldIndexer(), jobframework.WithEnabledFrameworks(cfg.Integrations.Frameworks)); err != nil {
+		return nil, err
+	}
+
+	dc, err := discovery.NewDiscoveryClientForConfig(k.restConfig)
+	if err != nil {
+		return nil, err
+	}
+	versions := kubeversion.NewServerVersionFetcher(dc)
+	if err := mgr.Add(versions); err != nil {
+		return nil, err
+	}
+	if err := versions.FetchServerVersion(); err != nil {
+		return nil, fmt.Errorf("fetch server version: %w", err)
+	}
+
+	// Controllers.
+	if name, err := core.SetupControllers(mgr, queues, cCache, &cfg, nil, expectations, nil); err != nil {
+		return nil, fmt.Errorf("core controller %s: %w", name, err)
+	}
+	if features.Enabled(features.FailureRecoveryPolicy) {
+		if name, err := failurerecovery.SetupControllers(mgr, &cfg, nil); err != nil {
+			return nil, fmt.Errorf("failure recovery controller %s: %w", name, err)
+		}
+	}
+	if features.Enabled(features.MultiKueue) {
+		adapters, err := jobframework.GetMultiKueueAdapters(sets.New(cfg.Integrations.Frameworks...))
+		if err != nil {
+			return nil, err
+		}
+		opts := []multikueue.SetupOption{
+			multikueue.WithGCInterval(cfg.MultiKueue.GCInterval.Duration),
+			multikueue.WithOrigin(ptr.Deref(cfg.MultiKueue.Origin, configapi.DefaultMultiKueueOrigin)),
+			multikueue.WithWorkerLostTimeout(cfg.MultiKueue.WorkerLostTimeout.Duration),
+			multikueue.WithAdapters(adapters),
+			multikueue.WithDispatcherName(ptr.Deref(cfg.MultiKueue.DispatcherName, configapi.MultiKueueDispatcherModeAllAtOnce)),
+			multikueue.WithClusterProfiles(cfg.MultiKueue.ClusterProfile),
+		}
+		if k.batch > 0 {
+			opts = append(opts, multikueue.WithEventsBatchPeriod(k.batch))
+		}
+		if err := multikueue.SetupControllers(mgr, *cfg.Namespace, opts...); err != nil {
+			return nil, fmt.Errorf("MultiKueue controllers: %w", err)
+		}
+		if name, err := dispatcher.SetupControllers(mgr, &cfg, nil); err != nil {
+			return nil, fmt.Errorf("MultiKueue dispatcher %s: %w", name, err)
+		}
+	}
+	if features.Enabled(features.TopologyAwareScheduling) {
+		if name, err := tas.SetupControllers(mgr, queues, cCache, &cfg, nil); err != nil {
+			return nil, fmt.Errorf("TAS controller %s: %w", name, err)
+		}
+	}
+	nsSelector, err := metav1.LabelSelectorAsSelector(cfg.ManagedJobsNamespaceSelector)
+	if err != nil {
+		return nil, err
+	}
+	if err := jobframework.SetupControllers(ctx, mgr, logger.WithName("jobframework"),
+		jobframework.WithManageJobsWithoutQueueName(cfg.ManageJobsWithoutQueueName),
+		jobframework.WithWaitForPodsReady(cfg.WaitForPodsReady),
+		jobframework.WithKubeServerVersion(versions),
+		jobframework.WithEnabledFrameworks(cfg.Integrations.Frameworks),
+		jobframework.WithEnabledExternalFrameworks(cfg.Integrations.ExternalFrameworks),
+		jobframework.WithManagerName(constants.KueueName),
+		jobframework.WithLabelKeysToCopy(cfg.Integrations.LabelKeysToCopy),
+		jobframework.WithCache(cCache),
+		jobframework.WithQueues(queues),
+		jobframework.WithObjectRetentionPolicies(cfg.ObjectRetentionPolicies),
+		jobframework.WithManagedJobsNamespaceSelector(nsSelector),
+	); err != nil {
+		return nil, fmt.Errorf("job integrations: %w", err)
+	}
+	if name, err := webhooks.Setup(mgr, nil); err != nil {
+		return nil, fmt.Errorf("webhook %s: %w", name, err)
+	}
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		go queues.CleanUpOnContext(ctx)
+		go cCache.CleanUpOnContext(ctx)
+		<-ctx.Done()
+		return nil
+	})); err != nil {
+		return nil, err
+	}
+	sched := scheduler.New(queues, cCache, mgr.GetClient(), mgr.GetEventRecorderFor(constants.AdmissionName),
+		scheduler.WithPreemptionExpectations(expectations))
+	if err := mgr.Add(sched); err != nil {
+		return nil, err
+	}
+	return mgr, nil
+}

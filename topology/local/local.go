@@ -1,0 +1,354 @@
+// Package local is the embedded topology provider: every cluster is a real
+// etcd and kube-apiserver process on loopback with Kueue running in this Go
+// process. It needs no Docker, no root and no network beyond the Go module
+// proxy (and not even that once the binaries are cached).
+//
+//	topo, err := local.New(ctx, topology.Options{Workers: 3}, local.Options{})
+//	if err != nil { ... }
+//	defer topo.Close(ctx)
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	crconfig "sigs.k8s.io/controller-runtime/pkg/config"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/multikueue-testkit/testkit/connect"
+	"github.com/multikueue-testkit/testkit/internal/assets"
+	"github.com/multikueue-testkit/testkit/topology"
+)
+
+// Options tune the local provider. The zero value is the default.
+type Options struct {
+	// Assets chooses where kube-apiserver and etcd come from
+	// (KUBEBUILDER_ASSETS, then the cache, then a build).
+	Assets assets.Options
+	// APIServerArgs are appended to every kube-apiserver command line.
+	APIServerArgs []string
+	// StartTimeout bounds each start step (a process becoming healthy, CRDs
+	// becoming Established, Kueue becoming ready). Default 2 minutes.
+	StartTimeout time.Duration
+	// EventsBatchPeriod is MultiKueue's events batch period; zero keeps
+	// Kueue's default.
+	EventsBatchPeriod time.Duration
+	// Sequential starts the clusters one after another instead of in
+	// parallel (for comparison benchmarks).
+	Sequential bool
+	// ClusterProfileCRD installs the ClusterProfile CRD on the manager even
+	// when the connector does not ask for it.
+	ClusterProfileCRD bool
+}
+
+// startTimeout is the default bound on one start step.
+const startTimeout = 2 * time.Minute
+
+// New starts a local topology: it provisions the clusters, connects the
+// workers (by default with connect.KubeconfigSecret), creates the MultiKueue
+// objects and waits until they are Active. Close the topology when done;
+// topo.CloseWith(t) does it from t.Cleanup.
+func New(ctx context.Context, opts topology.Options, lopts Options) (*topology.Topology, error) {
+	if opts.Connector == nil {
+		opts.Connector = connect.KubeconfigSecret{}
+	}
+	return topology.New(ctx, NewProvider(lopts), opts)
+}
+
+// NewProvider returns the local provider, for topology.New.
+func NewProvider(o Options) *Provider {
+	if o.StartTimeout == 0 {
+		o.StartTimeout = startTimeout
+	}
+	return &Provider{opts: o}
+}
+
+// Provider implements topology.Provider with local processes.
+type Provider struct {
+	opts Options
+
+	mu       sync.Mutex
+	root     string
+	clusters []*localCluster
+	closed   bool
+}
+
+// Name implements topology.Provider.
+func (p *Provider) Name() string { return "local" }
+
+// needsClusterProfiles reports whether the connector wants the ClusterProfile
+// CRD on the manager.
+type needsClusterProfiles interface{ NeedsClusterProfileCRD() bool }
+
+// Provision implements topology.Provider.
+func (p *Provider) Provision(ctx context.Context, spec topology.Spec) (*topology.Cluster, []*topology.Cluster, error) {
+	aopts := p.opts.Assets
+	if aopts.Progress == nil {
+		aopts.Progress = spec.Progress
+	}
+	bins, err := assets.Ensure(ctx, aopts)
+	if err != nil {
+		return nil, nil, err
+	}
+	root, err := os.MkdirTemp("", "mktk-topology-")
+	if err != nil {
+		return nil, nil, err
+	}
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		os.RemoveAll(root)
+		return nil, nil, errors.New("local: provider is closed")
+	}
+	p.root = root
+	p.mu.Unlock()
+
+	cpNeeded := p.opts.ClusterProfileCRD
+	if n, ok := spec.Connector.(needsClusterProfiles); ok && n.NeedsClusterProfileCRD() {
+		cpNeeded = true
+	}
+	mgrCRDs, err := loadCRDs(ctx, crdSources(spec.Kueue.Integrations, cpNeeded))
+	if err != nil {
+		return nil, nil, err
+	}
+	workerCRDs, err := loadCRDs(ctx, crdSources(spec.Kueue.Integrations, false))
+	if err != nil {
+		return nil, nil, err
+	}
+	hooks, err := loadWebhookConfigs(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	kueueCfg, err := writeKueueConfig(root, spec)
+	if err != nil {
+		return nil, nil, err
+	}
+
+	names := spec.AllClusterNames()
+	out := make([]*topology.Cluster, len(names))
+	errs := make([]error, len(names))
+	startOne := func(i int) {
+		role, crds := topology.RoleWorker, workerCRDs
+		if i == 0 {
+			role, crds = topology.RoleManager, mgrCRDs
+		}
+		fmt.Fprintf(spec.Progress, "local: starting %s cluster %q\n", role, names[i])
+		c, err := p.startCluster(ctx, names[i], role, bins, crds, hooks, kueueCfg)
+		out[i], errs[i] = c, err
+	}
+	if p.opts.Sequential {
+		for i := range names {
+			if startOne(i); errs[i] != nil {
+				break
+			}
+		}
+	} else {
+		var wg sync.WaitGroup
+		for i := range names {
+			wg.Go(func() { startOne(i) })
+		}
+		wg.Wait()
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, nil, err
+	}
+	return out[0], out[1:], nil
+}
+
+func ctrlConfigSkipNameValidation() crconfig.Controller {
+	// Several managers in one process register controllers of the same name.
+	return crconfig.Controller{SkipNameValidation: ptr.To(true)}
+}
+
+// startCluster starts one cluster's control plane, CRDs, Kueue, webhooks and,
+// on workers, the job executor.
+func (p *Provider) startCluster(ctx context.Context, name string, role topology.Role, bins assets.Binaries,
+	crds []*apiextensionsv1.CustomResourceDefinition, hooks webhookConfigs, kueueCfg string) (*topology.Cluster, error) {
+	dir := filepath.Join(p.root, name)
+	if err := os.MkdirAll(filepath.Join(dir, "webhook-certs"), 0o700); err != nil {
+		return nil, err
+	}
+	cp, err := newControlPlane(name, dir, bins, p.opts.APIServerArgs, p.opts.StartTimeout)
+	if err != nil {
+		return nil, fmt.Errorf("cluster %q: certificates: %w", name, err)
+	}
+	lc := &localCluster{name: name, cp: cp}
+	if !p.track(lc) {
+		return nil, fmt.Errorf("cluster %q: provider closed during start", name)
+	}
+	if err := cp.start(ctx); err != nil {
+		return nil, err
+	}
+	scheme, err := topology.NewScheme()
+	if err != nil {
+		return nil, err
+	}
+	cfg := cp.restConfig()
+	cl, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("cluster %q: client: %w", name, err)
+	}
+	kc, err := cp.kubeconfig()
+	if err != nil {
+		return nil, err
+	}
+	c := &topology.Cluster{Name: name, Role: role, Config: cfg, Client: cl, Kubeconfig: kc, Lifecycle: lc}
+	if err := installCRDs(ctx, c, crds); err != nil {
+		return nil, err
+	}
+
+	serving, err := cp.ca.serving("kueue-webhook")
+	if err != nil {
+		return nil, err
+	}
+	certDir := filepath.Join(dir, "webhook-certs")
+	if err := os.WriteFile(filepath.Join(certDir, "tls.crt"), serving.cert, 0o600); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(certDir, "tls.key"), serving.key, 0o600); err != nil {
+		return nil, err
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	lc.kueue = &kueueProcess{
+		cluster: name, restConfig: cfg, configPath: kueueCfg, logPath: filepath.Join(dir, "kueue.log"),
+		certDir: certDir, webhookPort: port, batch: p.opts.EventsBatchPeriod,
+	}
+	if err := lc.kueue.start(ctx); err != nil {
+		return nil, err
+	}
+	if err := registerWebhooks(ctx, c, hooks, lc.kueue.server, port, cp.ca.certPEM); err != nil {
+		return nil, err
+	}
+	if role == topology.RoleWorker {
+		if err := lc.startExecutor(ctx, filepath.Join(dir, "executor.log")); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+func (p *Provider) track(lc *localCluster) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return false
+	}
+	p.clusters = append(p.clusters, lc)
+	return true
+}
+
+// Close implements topology.Provider: it stops every executor, Kueue, API
+// server and etcd, then removes the temporary directory.
+func (p *Provider) Close(context.Context) error {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil
+	}
+	p.closed = true
+	clusters, root := p.clusters, p.root
+	p.mu.Unlock()
+	errs := make([]error, len(clusters))
+	var wg sync.WaitGroup
+	for i, lc := range clusters {
+		wg.Go(func() { errs[i] = lc.close() })
+	}
+	wg.Wait()
+	if root != "" {
+		errs = append(errs, os.RemoveAll(root))
+	}
+	return errors.Join(errs...)
+}
+
+// PIDs returns the process ids of every etcd and kube-apiserver this provider
+// started and has not yet reaped, for leak checks.
+func (p *Provider) PIDs() []int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []int
+	for _, lc := range p.clusters {
+		out = append(out, lc.cp.pids()...)
+	}
+	return out
+}
+
+// Dir is the provider's temporary directory (logs, certificates, etcd data).
+// It is removed by Close.
+func (p *Provider) Dir() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.root
+}
+
+// localCluster implements topology.Lifecycle.
+type localCluster struct {
+	name  string
+	cp    *controlPlane
+	kueue *kueueProcess
+
+	mu           sync.Mutex
+	execCancel   context.CancelFunc
+	execDone     chan error
+}
+
+func (lc *localCluster) startExecutor(ctx context.Context, logPath string) error {
+	mgr, err := newExecutorManager(lc.name, lc.cp.restConfig(), logPath)
+	if err != nil {
+		return fmt.Errorf("cluster %q: job executor: %w", lc.name, err)
+	}
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(runCtx) }()
+	lc.mu.Lock()
+	lc.execCancel, lc.execDone = cancel, done
+	lc.mu.Unlock()
+	return nil
+}
+
+func (lc *localCluster) close() error {
+	var errs []error
+	lc.mu.Lock()
+	cancel, done := lc.execCancel, lc.execDone
+	lc.execCancel = nil
+	lc.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(procStopTimeout):
+			errs = append(errs, fmt.Errorf("cluster %q: job executor did not stop within %s", lc.name, procStopTimeout))
+		}
+	}
+	if lc.kueue != nil {
+		errs = append(errs, lc.kueue.stop())
+	}
+	errs = append(errs, lc.cp.stop())
+	return errors.Join(errs...)
+}
+
+// StopKueue implements topology.Lifecycle.
+func (lc *localCluster) StopKueue(context.Context) error { return lc.kueue.stop() }
+
+// StartKueue implements topology.Lifecycle.
+func (lc *localCluster) StartKueue(ctx context.Context) error { return lc.kueue.start(ctx) }
+
+// StopAPIServer implements topology.Lifecycle.
+func (lc *localCluster) StopAPIServer(context.Context) error { return lc.cp.api.stop(procStopTimeout) }
+
+// StartAPIServer implements topology.Lifecycle: same port, same etcd data.
+func (lc *localCluster) StartAPIServer(ctx context.Context) error {
+	lc.cp.api = lc.cp.newAPIServer()
+	return lc.cp.startAPIServer(ctx)
+}
+
+var _ topology.Lifecycle = (*localCluster)(nil)

@@ -1,0 +1,137 @@
+package local
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// process is one child process (etcd or kube-apiserver). It runs in its own
+// process group and dies with the test binary: Pdeathsig sends SIGKILL when
+// the parent exits, even when the test binary itself is killed.
+type process struct {
+	name    string // "etcd" or "kube-apiserver"
+	cluster string
+	path    string
+	args    []string
+	logPath string
+
+	mu      sync.Mutex
+	cmd     *exec.Cmd
+	done    chan struct{}
+	waitErr error
+}
+
+func (p *process) start() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd != nil && !p.exitedLocked() {
+		return fmt.Errorf("cluster %q: %s is already running (pid %d)", p.cluster, p.name, p.cmd.Process.Pid)
+	}
+	logf, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(p.path, p.args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return fmt.Errorf("cluster %q: start %s (%s): %w", p.cluster, p.name, p.path, err)
+	}
+	done := make(chan struct{})
+	p.cmd, p.done = cmd, done
+	go func() {
+		err := cmd.Wait()
+		logf.Close()
+		p.mu.Lock()
+		p.waitErr = err
+		p.mu.Unlock()
+		close(done)
+	}()
+	return nil
+}
+
+func (p *process) pid() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd == nil || p.cmd.Process == nil {
+		return 0
+	}
+	return p.cmd.Process.Pid
+}
+
+// exited reports whether the process has ended, and why.
+func (p *process) exited() (bool, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.exitedLocked(), p.waitErr
+}
+
+func (p *process) exitedLocked() bool {
+	if p.done == nil {
+		return true
+	}
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// stop kills the whole process group and waits for the exit. SIGKILL is
+// deliberate: these are disposable test servers, and a graceful API server
+// shutdown takes seconds.
+func (p *process) stop(timeout time.Duration) error {
+	p.mu.Lock()
+	cmd, done := p.cmd, p.done
+	p.mu.Unlock()
+	if cmd == nil || cmd.Process == nil {
+		return nil
+	}
+	select {
+	case <-done:
+		return nil
+	default:
+	}
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	_ = cmd.Process.Kill()
+	select {
+	case <-done:
+		return nil
+	case <-time.After(timeout):
+		return fmt.Errorf("cluster %q: %s (pid %d) did not exit within %s after SIGKILL", p.cluster, p.name, cmd.Process.Pid, timeout)
+	}
+}
+
+// logTail returns the last lines of the process log, for error messages.
+func (p *process) logTail(lines int) string {
+	b, err := os.ReadFile(p.logPath)
+	if err != nil {
+		return ""
+	}
+	b = bytes.TrimRight(b, "\n")
+	all := strings.Split(string(b), "\n")
+	if len(all) > lines {
+		all = all[len(all)-lines:]
+	}
+	return strings.Join(all, "\n")
+}
+
+// freePort asks the kernel for an unused loopback port. Another process may
+// take it before we bind it; callers retry a start that fails to bind.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}

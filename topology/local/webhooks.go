@@ -1,0 +1,127 @@
+package local
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/multikueue-testkit/testkit/internal/modsrc"
+	"github.com/multikueue-testkit/testkit/topology"
+)
+
+// webhookConfigs are Kueue's webhook registrations from the pinned module's
+// config/components/webhook/manifests.yaml.
+type webhookConfigs struct {
+	mutating   []*admissionv1.MutatingWebhookConfiguration
+	validating []*admissionv1.ValidatingWebhookConfiguration
+}
+
+func loadWebhookConfigs(ctx context.Context) (webhookConfigs, error) {
+	root, err := modsrc.Dir(ctx, modsrc.Kueue)
+	if err != nil {
+		return webhookConfigs{}, err
+	}
+	path := filepath.Join(root, "config", "components", "webhook", "manifests.yaml")
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return webhookConfigs{}, err
+	}
+	var out webhookConfigs
+	dec := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(raw), 4096)
+	for {
+		var doc struct {
+			Kind string `json:"kind"`
+		}
+		var rawDoc yamlRaw
+		if err := dec.Decode(&rawDoc); err != nil {
+			if errors.Is(err, io.EOF) {
+				return out, nil
+			}
+			return out, fmt.Errorf("decode %s: %w", path, err)
+		}
+		if err := yaml.Unmarshal(rawDoc, &doc); err != nil {
+			return out, err
+		}
+		switch doc.Kind {
+		case "MutatingWebhookConfiguration":
+			m := &admissionv1.MutatingWebhookConfiguration{}
+			if err := yaml.Unmarshal(rawDoc, m); err != nil {
+				return out, err
+			}
+			out.mutating = append(out.mutating, m)
+		case "ValidatingWebhookConfiguration":
+			v := &admissionv1.ValidatingWebhookConfiguration{}
+			if err := yaml.Unmarshal(rawDoc, v); err != nil {
+				return out, err
+			}
+			out.validating = append(out.validating, v)
+		}
+	}
+}
+
+// yamlRaw captures one YAML document as JSON bytes.
+type yamlRaw []byte
+
+func (r *yamlRaw) UnmarshalJSON(b []byte) error { *r = append((*r)[:0], b...); return nil }
+
+// served reports whether server has a handler for path.
+func served(server webhook.Server, path string) bool {
+	mux := server.WebhookMux()
+	_, pattern := mux.Handler(&http.Request{Method: http.MethodPost, URL: &url.URL{Path: path}})
+	return pattern != ""
+}
+
+// registerWebhooks points Kueue's webhook registrations at the in-process
+// server on 127.0.0.1:port, keeping only the webhooks this Kueue serves (a
+// registration for a disabled integration would reject those objects).
+func registerWebhooks(ctx context.Context, c *topology.Cluster, cfgs webhookConfigs, server webhook.Server, port int, caPEM []byte) error {
+	clientConfig := func(svc *admissionv1.ServiceReference) (admissionv1.WebhookClientConfig, bool) {
+		if svc == nil || svc.Path == nil || !served(server, *svc.Path) {
+			return admissionv1.WebhookClientConfig{}, false
+		}
+		u := fmt.Sprintf("https://127.0.0.1:%d%s", port, *svc.Path)
+		return admissionv1.WebhookClientConfig{URL: &u, CABundle: caPEM}, true
+	}
+	for _, m := range cfgs.mutating {
+		want := m.DeepCopy()
+		want.Webhooks = nil
+		for _, wh := range m.Webhooks {
+			if cc, ok := clientConfig(wh.ClientConfig.Service); ok {
+				wh.ClientConfig = cc
+				want.Webhooks = append(want.Webhooks, wh)
+			}
+		}
+		obj := &admissionv1.MutatingWebhookConfiguration{}
+		obj.Name = "kueue-" + m.Name
+		if _, err := controllerutil.CreateOrUpdate(ctx, c.Client, obj, func() error { obj.Webhooks = want.Webhooks; return nil }); err != nil {
+			return fmt.Errorf("cluster %q: register MutatingWebhookConfiguration %s: %w", c.Name, obj.Name, err)
+		}
+	}
+	for _, v := range cfgs.validating {
+		want := v.DeepCopy()
+		want.Webhooks = nil
+		for _, wh := range v.Webhooks {
+			if cc, ok := clientConfig(wh.ClientConfig.Service); ok {
+				wh.ClientConfig = cc
+				want.Webhooks = append(want.Webhooks, wh)
+			}
+		}
+		obj := &admissionv1.ValidatingWebhookConfiguration{}
+		obj.Name = "kueue-" + v.Name
+		if _, err := controllerutil.CreateOrUpdate(ctx, c.Client, obj, func() error { obj.Webhooks = want.Webhooks; return nil }); err != nil {
+			return fmt.Errorf("cluster %q: register ValidatingWebhookConfiguration %s: %w", c.Name, obj.Name, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,140 @@
+package topology
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+)
+
+// Provider brings up the clusters of a topology: the embedded local provider,
+// kind, existing clusters, CAPZ.
+type Provider interface {
+	// Name identifies the provider in reports ("local", "existing", ...).
+	Name() string
+	// Provision returns the manager and the workers (in spec.WorkerNames
+	// order), each reachable and running Kueue.
+	Provision(ctx context.Context, spec Spec) (manager *Cluster, workers []*Cluster, err error)
+	// Close tears down what Provision created. It must be safe after a failed
+	// or partial Provision and when called more than once.
+	Close(ctx context.Context) error
+}
+
+// Connector attaches one worker to the manager and says how the manager's
+// MultiKueueCluster reaches it. Implementations live in package connect.
+type Connector interface {
+	// Name identifies the connector in reports ("kubeconfig-secret", ...).
+	Name() string
+	// Connect prepares credentials on the worker and whatever the manager
+	// needs to use them, and returns the MultiKueueCluster clusterSource.
+	Connect(ctx context.Context, req ConnectRequest) (kueue.ClusterSource, error)
+}
+
+// ConnectRequest is what a Connector gets to attach one worker.
+type ConnectRequest struct {
+	Manager *Cluster
+	Worker  *Cluster
+	// KueueNamespace is where Kueue runs on the manager (Secrets and
+	// ClusterProfiles must live there).
+	KueueNamespace string
+	// Integrations are the Kueue framework names in use; connectors grant
+	// access to exactly their job resources.
+	Integrations []string
+}
+
+// Topology is one manager cluster and N worker clusters wired together with
+// MultiKueue. Create one with a provider's constructor (for example
+// local.New) and Close it when done.
+type Topology struct {
+	Manager *Cluster
+	Workers []*Cluster
+	// Spec is the resolved configuration.
+	Spec Spec
+	// ProviderName and ConnectorName say how the topology was made.
+	ProviderName  string
+	ConnectorName string
+
+	provider  Provider
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Clusters returns the manager followed by the workers.
+func (t *Topology) Clusters() []*Cluster {
+	return append([]*Cluster{t.Manager}, t.Workers...)
+}
+
+// Cluster returns the cluster with the given name, or nil.
+func (t *Topology) Cluster(name string) *Cluster {
+	for _, c := range t.Clusters() {
+		if c.Name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// Worker returns the worker with the given name, or nil.
+func (t *Topology) Worker(name string) *Cluster {
+	for _, c := range t.Workers {
+		if c.Name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// New provisions the clusters with provider, connects every worker to the
+// manager, creates the MultiKueue objects and waits until they are Active.
+// On any error everything provisioned so far is torn down.
+func New(ctx context.Context, provider Provider, opts Options) (*Topology, error) {
+	if provider == nil {
+		return nil, errors.New("topology: provider is nil")
+	}
+	spec, err := opts.Resolve()
+	if err != nil {
+		return nil, err
+	}
+	if spec.Connector == nil {
+		return nil, errors.New("topology: Options.Connector: nil; use connect.KubeconfigSecret or connect.ClusterProfile")
+	}
+	t := &Topology{Spec: spec, provider: provider, ProviderName: provider.Name(), ConnectorName: spec.Connector.Name()}
+	mgr, workers, err := provider.Provision(ctx, spec)
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("topology: provider %s: %w", provider.Name(), err), t.Close(context.WithoutCancel(ctx)))
+	}
+	t.Manager, t.Workers = mgr, workers
+	if err := t.setupMultiKueue(ctx); err != nil {
+		return nil, errors.Join(err, t.Close(context.WithoutCancel(ctx)))
+	}
+	return t, nil
+}
+
+// Close tears the topology down. It is idempotent and safe to defer or
+// register with t.Cleanup.
+func (t *Topology) Close(ctx context.Context) error {
+	t.closeOnce.Do(func() {
+		if t.provider != nil {
+			t.closeErr = t.provider.Close(ctx)
+		}
+	})
+	return t.closeErr
+}
+
+// Cleanup is the part of testing.TB that CloseWith needs.
+type Cleanup interface {
+	Cleanup(func())
+	Errorf(format string, args ...any)
+}
+
+// CloseWith registers Close with tb.Cleanup; it runs after the test passes,
+// fails or panics. A teardown error fails the test.
+func (t *Topology) CloseWith(tb Cleanup) {
+	tb.Cleanup(func() {
+		if err := t.Close(context.Background()); err != nil {
+			tb.Errorf("topology teardown: %v", err)
+		}
+	})
+}
