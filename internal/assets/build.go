@@ -36,7 +36,7 @@ func build(ctx context.Context, o Options) (Binaries, error) {
 		return Binaries{}, err
 	}
 	defer os.RemoveAll(work)
-	staging := filepath.Join(dest+".partial")
+	staging := filepath.Join(dest + ".partial")
 	if err := os.MkdirAll(staging, 0o755); err != nil {
 		return Binaries{}, err
 	}

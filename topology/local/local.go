@@ -18,9 +18,9 @@ import (
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	crconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	crconfig "sigs.k8s.io/controller-runtime/pkg/config"
 
 	"github.com/multikueue-testkit/testkit/connect"
 	"github.com/multikueue-testkit/testkit/internal/assets"
@@ -296,9 +296,9 @@ type localCluster struct {
 	cp    *controlPlane
 	kueue *kueueProcess
 
-	mu           sync.Mutex
-	execCancel   context.CancelFunc
-	execDone     chan error
+	mu         sync.Mutex
+	execCancel context.CancelFunc
+	execDone   chan error
 }
 
 func (lc *localCluster) startExecutor(ctx context.Context, logPath string) error {
