@@ -61,6 +61,10 @@ type Topology struct {
 	closeErr  error
 }
 
+// Provider returns the provider that made the topology; providers offer
+// extras through their own types (local.Provider.Dir, for example).
+func (t *Topology) Provider() Provider { return t.provider }
+
 // Clusters returns the manager followed by the workers.
 func (t *Topology) Clusters() []*Cluster {
 	return append([]*Cluster{t.Manager}, t.Workers...)

@@ -22,6 +22,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crconfig "sigs.k8s.io/controller-runtime/pkg/config"
 
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
 	"github.com/multikueue-testkit/testkit/connect"
 	"github.com/multikueue-testkit/testkit/internal/assets"
 	"github.com/multikueue-testkit/testkit/topology"
@@ -46,6 +49,24 @@ type Options struct {
 	// ClusterProfileCRD installs the ClusterProfile CRD on the manager even
 	// when the connector does not ask for it.
 	ClusterProfileCRD bool
+	// Logger receives what Kueue and controller-runtime log through
+	// controller-runtime's process-global logger (each cluster's own Kueue
+	// log goes to kueue.log in its directory). In-process Kueue needs that
+	// global set, as cmd/kueue sets it; nil installs a discarding logger
+	// unless the process already installed one.
+	Logger *logr.Logger
+}
+
+// installLogger sets controller-runtime's global logger, which Kueue's
+// clients use; left unset, controller-runtime prints a stack trace after 30s.
+func installLogger(l *logr.Logger) {
+	if l != nil {
+		ctrllog.SetLogger(*l)
+		return
+	}
+	if !ctrllog.Log.Enabled() {
+		ctrllog.SetLogger(logr.Discard())
+	}
 }
 
 // startTimeout is the default bound on one start step.
@@ -56,6 +77,7 @@ const startTimeout = 2 * time.Minute
 // objects and waits until they are Active. Close the topology when done;
 // topo.CloseWith(t) does it from t.Cleanup.
 func New(ctx context.Context, opts topology.Options, lopts Options) (*topology.Topology, error) {
+	installLogger(lopts.Logger)
 	if opts.Connector == nil {
 		opts.Connector = connect.KubeconfigSecret{}
 	}

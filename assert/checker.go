@@ -1,0 +1,103 @@
+package assert
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	"github.com/multikueue-testkit/testkit/internal/poll"
+	"github.com/multikueue-testkit/testkit/internal/redact"
+	"github.com/multikueue-testkit/testkit/observe"
+	"github.com/multikueue-testkit/testkit/topology"
+)
+
+// DefaultTimeout bounds every wait an assertion makes.
+const DefaultTimeout = 2 * time.Minute
+
+// Checker runs assertions against a topology and the history its Observer
+// recorded. Reads go through the Observer's informer caches, so checking many
+// workloads costs no extra API requests.
+type Checker struct {
+	Topo *topology.Topology
+	Obs  *observe.Observer
+	// Timeout bounds each wait; default DefaultTimeout.
+	Timeout time.Duration
+}
+
+// New returns a Checker with the default timeout.
+func New(topo *topology.Topology, obs *observe.Observer) *Checker {
+	return &Checker{Topo: topo, Obs: obs, Timeout: DefaultTimeout}
+}
+
+func (c *Checker) timeout() time.Duration {
+	if c.Timeout <= 0 {
+		return DefaultTimeout
+	}
+	return c.Timeout
+}
+
+func (c *Checker) reader(cluster string) client.Reader { return c.Obs.Reader(cluster) }
+
+// target is a job and its manager Workload.
+type target struct {
+	namespace string
+	job       string // job object name (remote copies share it)
+	workload  string
+}
+
+func (t target) String() string { return fmt.Sprintf("Workload %s/%s", t.namespace, t.workload) }
+
+// resolve finds the manager Workload of a job object (or takes a Workload as
+// is), waiting for Kueue to create it.
+func (c *Checker) resolve(ctx context.Context, obj client.Object) (target, error) {
+	if wl, ok := obj.(*kueue.Workload); ok {
+		t := target{namespace: wl.Namespace, workload: wl.Name}
+		for _, o := range wl.OwnerReferences {
+			t.job = o.Name
+		}
+		return t, nil
+	}
+	t := target{namespace: obj.GetNamespace(), job: obj.GetName()}
+	mgr := c.Topo.Manager.Name
+	err := poll.Until(ctx, c.timeout(), fmt.Sprintf("cluster %q: the Workload of %T %s/%s", mgr, obj, t.namespace, t.job), func(ctx context.Context) error {
+		uid := obj.GetUID()
+		if uid == "" {
+			cur := obj.DeepCopyObject().(client.Object)
+			if err := c.reader(mgr).Get(ctx, client.ObjectKeyFromObject(obj), cur); err != nil {
+				return err
+			}
+			uid = cur.GetUID()
+		}
+		var wls kueue.WorkloadList
+		if err := c.reader(mgr).List(ctx, &wls, client.InNamespace(t.namespace), client.MatchingLabels{observe.LabelJobUID: string(uid)}); err != nil {
+			return err
+		}
+		if len(wls.Items) == 0 {
+			return fmt.Errorf("no Workload labelled %s=%s yet", observe.LabelJobUID, uid)
+		}
+		t.workload = wls.Items[0].Name
+		return nil
+	})
+	return t, err
+}
+
+// history returns the Workload and job events of t.
+func (c *Checker) history(t target) (wl, job []observe.Event) {
+	wl, _ = c.Obs.History(observe.KindWorkload, t.namespace, t.workload)
+	if t.job != "" {
+		job, _ = c.Obs.History(observe.KindJob, t.namespace, t.job)
+	}
+	return wl, job
+}
+
+func sortEvents(ev []observe.Event) {
+	slices.SortStableFunc(ev, func(a, b observe.Event) int { return a.Time.Compare(b.Time) })
+}
+
+func redactText(s string) string { return redact.String(s) }
+
+func (c *Checker) skew() time.Duration { return DefaultSkew }

@@ -1,0 +1,87 @@
+package assert
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/multikueue-testkit/testkit/observe"
+)
+
+// DefaultSkew is the allowance for the delivery skew between the informers of
+// different clusters when events of two clusters are compared in time.
+const DefaultSkew = 250 * time.Millisecond
+
+// cycle is one admission cycle of a manager Workload: from the moment its
+// status.clusterName names a worker until it is reset (eviction, re-dispatch)
+// or, for the open cycle, until now.
+type cycle struct {
+	cluster string
+	start   time.Time
+	end     time.Time // zero while open
+}
+
+func (c cycle) contains(t time.Time, skew time.Duration) bool {
+	return !t.Before(c.start.Add(-skew)) && (c.end.IsZero() || t.Before(c.end.Add(skew)))
+}
+
+// cyclesOf splits the manager's Workload events into admission cycles and
+// returns problems found on the way (a clusterName that changes within a
+// cycle, which Kueue's CEL rules forbid).
+func cyclesOf(events []observe.Event, manager string) ([]cycle, []string) {
+	var out []cycle
+	var problems []string
+	open := -1
+	for _, e := range events {
+		if e.Cluster != manager || e.Kind != observe.KindWorkload {
+			continue
+		}
+		switch e.Type {
+		case observe.ClusterNameSet:
+			v := ""
+			if len(e.Values) > 0 {
+				v = e.Values[0]
+			}
+			switch {
+			case v == "" && open >= 0:
+				out[open].end, open = e.Time, -1
+			case v != "" && open >= 0 && out[open].cluster != v:
+				problems = append(problems, fmt.Sprintf("cluster %q: status.clusterName changed from %q to %q at %s without being reset",
+					manager, out[open].cluster, v, e.Time.Format("15:04:05.000")))
+				out[open].end = e.Time
+				out = append(out, cycle{cluster: v, start: e.Time})
+				open = len(out) - 1
+			case v != "" && open < 0:
+				out = append(out, cycle{cluster: v, start: e.Time})
+				open = len(out) - 1
+			}
+		case observe.Evicted, observe.Deleted:
+			if open >= 0 {
+				out[open].end, open = e.Time, -1
+			}
+		}
+	}
+	return out, problems
+}
+
+func hasEvent(events []observe.Event, cluster string, t observe.Type) bool {
+	for _, e := range events {
+		if e.Cluster == cluster && e.Type == t {
+			return true
+		}
+	}
+	return false
+}
+
+func rel(t, t0 time.Time) string { return "+" + t.Sub(t0).Round(time.Millisecond).String() }
+
+func firstTime(events ...[]observe.Event) time.Time {
+	var t0 time.Time
+	for _, evs := range events {
+		for _, e := range evs {
+			if t0.IsZero() || e.Time.Before(t0) {
+				t0 = e.Time
+			}
+		}
+	}
+	return t0
+}

@@ -1,0 +1,19 @@
+// Package assert holds the MultiKueue assertions. Each judges the recorded
+// history of every cluster (package observe) and, where it must, the current
+// state, and each exists in two forms:
+//
+//   - a method on Checker returning an error (nil when the assertion holds)
+//     whose message tells the story: what was expected, what happened on which
+//     cluster to which object, and a per-cluster timeline;
+//   - the same method on Asserter, which reports through a minimal TB
+//     (testing.T, GinkgoT(), testify's suite.T(), e2e-framework's *testing.T):
+//
+//     chk := assert.New(topo, obs)
+//     assert.For(t, chk).ExactlyOnceAdmitted(ctx, job)   // t.Errorf, returns bool
+//     assert.Require(t, chk).NoOrphans(ctx)               // t.Fatalf
+//
+// From Gomega: Expect(chk.NoOrphans(ctx)).To(Succeed()).
+//
+// Every assertion waits with a deadline (Checker.Timeout) for the state it
+// needs, never sleeps, and on failure names the cluster and the object.
+package assert

@@ -1,0 +1,115 @@
+package assert
+
+import (
+	"context"
+	"fmt"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/multikueue-testkit/testkit/internal/poll"
+	"github.com/multikueue-testkit/testkit/observe"
+)
+
+// ExactlyOnceAdmitted checks, over the recorded history of the job's Workload
+// and job object on every cluster, that each admission cycle (clusterName set
+// on the manager until it is reset) admitted the workload on exactly one
+// worker:
+//
+//   - the manager's status.clusterName names one worker W and does not change
+//     within the cycle;
+//   - W's remote copy held an admitted quota reservation;
+//   - no other worker's copy gained a quota reservation or admission after W
+//     was selected (allowing DefaultSkew for informer delivery), however
+//     briefly;
+//   - the remote job object was created on W only, carrying
+//     kueue.x-k8s.io/prebuilt-workload-name=<workload>, and on no other worker.
+//
+// It first waits (up to Timeout) until the manager selected a worker and the
+// remote job appeared there. It does not judge the race before selection:
+// with the AllAtOnce dispatcher several workers may reserve quota for their
+// copies until MultiKueue picks one; LosersCleaned judges their removal.
+func (c *Checker) ExactlyOnceAdmitted(ctx context.Context, job client.Object) error {
+	t, err := c.resolve(ctx, job)
+	if err != nil {
+		return &Failure{Assertion: "ExactlyOnceAdmitted", Object: fmt.Sprintf("%s/%s", job.GetNamespace(), job.GetName()),
+			Expected: "a manager Workload for the job", Problems: []string{err.Error()}}
+	}
+	mgr := c.Topo.Manager.Name
+	waitErr := poll.Until(ctx, c.timeout(), fmt.Sprintf("cluster %q: %s to be placed on a worker with its remote Job", mgr, t), func(context.Context) error {
+		wl, jobs := c.history(t)
+		cycles, _ := cyclesOf(wl, mgr)
+		if len(cycles) == 0 {
+			return fmt.Errorf("cluster %q: %s has no status.clusterName yet", mgr, t)
+		}
+		last := cycles[len(cycles)-1]
+		if !hasEvent(jobs, last.cluster, observe.Created) && !hasEvent(wl, mgr, observe.Finished) {
+			return fmt.Errorf("cluster %q: no remote Job %s/%s yet", last.cluster, t.namespace, t.job)
+		}
+		return nil
+	})
+	wl, jobs := c.history(t)
+	cycles, problems := cyclesOf(wl, mgr)
+	if waitErr != nil {
+		problems = append(problems, waitErr.Error())
+	}
+	problems = append(problems, c.judgeCycles(t, cycles, wl, jobs)...)
+	if len(problems) == 0 {
+		return nil
+	}
+	return &Failure{
+		Assertion: "ExactlyOnceAdmitted",
+		Object:    t.String(),
+		Expected:  "in each admission cycle exactly one worker admits the workload, the manager's clusterName names it, and only it gets the remote job (with the prebuilt-workload-name label)",
+		Problems:  problems,
+		Timeline:  c.timeline(wl, jobs),
+	}
+}
+
+func (c *Checker) judgeCycles(t target, cycles []cycle, wl, jobs []observe.Event) []string {
+	var problems []string
+	t0 := firstTime(wl, jobs)
+	for i, cy := range cycles {
+		if c.Topo.Worker(cy.cluster) == nil {
+			problems = append(problems, fmt.Sprintf("cluster %q: cycle %d: status.clusterName %q names no worker of the topology", c.Topo.Manager.Name, i+1, cy.cluster))
+			continue
+		}
+		admitted := false
+		for _, e := range wl {
+			if e.Cluster == cy.cluster && e.Type == observe.Admitted && (cy.end.IsZero() || e.Time.Before(cy.end)) {
+				admitted = true
+			}
+		}
+		if !admitted {
+			problems = append(problems, fmt.Sprintf("cluster %q: cycle %d: the selected worker's copy of %s never held an admitted reservation", cy.cluster, i+1, t))
+		}
+		for _, e := range wl {
+			if e.Cluster == c.Topo.Manager.Name || e.Cluster == cy.cluster {
+				continue
+			}
+			if (e.Type == observe.QuotaReserved || e.Type == observe.Admitted) && e.Time.After(cy.start.Add(c.skew())) && (cy.end.IsZero() || e.Time.Before(cy.end)) {
+				problems = append(problems, fmt.Sprintf("cluster %q: cycle %d: its copy of %s got %s at %s, after the manager had selected %q at %s",
+					e.Cluster, i+1, t, e.Type, rel(e.Time, t0), cy.cluster, rel(cy.start, t0)))
+			}
+		}
+	}
+	for _, e := range jobs {
+		if e.Type != observe.Created || e.Cluster == c.Topo.Manager.Name {
+			continue
+		}
+		var in *cycle
+		for i := range cycles {
+			if cycles[i].contains(e.Time, c.skew()) {
+				in = &cycles[i]
+			}
+		}
+		switch {
+		case in == nil:
+			problems = append(problems, fmt.Sprintf("cluster %q: remote Job %s/%s created at %s while no worker was selected", e.Cluster, t.namespace, t.job, rel(e.Time, t0)))
+		case in.cluster != e.Cluster:
+			problems = append(problems, fmt.Sprintf("cluster %q: remote Job %s/%s created at %s while the workload was placed on %q", e.Cluster, t.namespace, t.job, rel(e.Time, t0), in.cluster))
+		case e.Labels[observe.LabelPrebuiltWorkload] != t.workload:
+			problems = append(problems, fmt.Sprintf("cluster %q: remote Job %s/%s has %s=%q, want %q", e.Cluster, t.namespace, t.job, observe.LabelPrebuiltWorkload, e.Labels[observe.LabelPrebuiltWorkload], t.workload))
+		}
+	}
+	return problems
+}

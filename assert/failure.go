@@ -1,0 +1,46 @@
+package assert
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/multikueue-testkit/testkit/observe"
+)
+
+// Failure is the error an assertion returns. Its message reads top to bottom:
+// the assertion and object, what was expected, each problem found (each names
+// its cluster), then the timeline of the object on every cluster.
+type Failure struct {
+	Assertion string
+	// Object is what the assertion was about, e.g. `Workload default/job-a-1b2c3`.
+	Object   string
+	Expected string
+	Problems []string
+	// Timeline is observe.Timeline of the relevant events, if any.
+	Timeline string
+}
+
+func (f *Failure) Error() string {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "%s failed", f.Assertion)
+	if f.Object != "" {
+		fmt.Fprintf(&sb, " for %s", f.Object)
+	}
+	fmt.Fprintf(&sb, "\n  expected: %s\n  found:\n", f.Expected)
+	for _, p := range f.Problems {
+		fmt.Fprintf(&sb, "    - %s\n", p)
+	}
+	if f.Timeline != "" {
+		sb.WriteString(f.Timeline)
+	}
+	return redactText(sb.String())
+}
+
+func (c *Checker) timeline(events ...[]observe.Event) string {
+	var all []observe.Event
+	for _, e := range events {
+		all = append(all, e...)
+	}
+	sortEvents(all)
+	return observe.Timeline(all, c.Obs.Clusters())
+}

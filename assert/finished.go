@@ -1,0 +1,39 @@
+package assert
+
+import (
+	"context"
+	"fmt"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/multikueue-testkit/testkit/internal/poll"
+	"github.com/multikueue-testkit/testkit/observe"
+)
+
+// Finished waits (up to Timeout) until the job's manager Workload is Finished.
+// On timeout the error carries the workload's and job's timelines.
+func (c *Checker) Finished(ctx context.Context, job client.Object) error {
+	t, err := c.resolve(ctx, job)
+	if err != nil {
+		return &Failure{Assertion: "Finished", Object: fmt.Sprintf("%s/%s", job.GetNamespace(), job.GetName()),
+			Expected: "a manager Workload for the job", Problems: []string{err.Error()}}
+	}
+	mgr := c.Topo.Manager.Name
+	err = pollHistory(ctx, c, fmt.Sprintf("cluster %q: %s to be Finished", mgr, t), func() error {
+		wl, _ := c.history(t)
+		if !hasEvent(wl, mgr, observe.Finished) {
+			return fmt.Errorf("%s is not Finished", t)
+		}
+		return nil
+	})
+	if err == nil {
+		return nil
+	}
+	wl, jobs := c.history(t)
+	return &Failure{Assertion: "Finished", Object: t.String(), Expected: "the manager Workload to be Finished",
+		Problems: []string{err.Error()}, Timeline: c.timeline(wl, jobs)}
+}
+
+func pollHistory(ctx context.Context, c *Checker, what string, check func() error) error {
+	return poll.Until(ctx, c.timeout(), what, func(context.Context) error { return check() })
+}

@@ -1,0 +1,113 @@
+package assert
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/multikueue-testkit/testkit/observe"
+	"github.com/multikueue-testkit/testkit/topology"
+)
+
+// NominationCleared checks the manager Workload's status.nominatedClusterNames
+// over its history:
+//
+//   - before each admission cycle, while the workload waited for dispatch,
+//     the list was populated; with the AllAtOnce dispatcher its first value
+//     named every worker of the topology;
+//   - from the moment status.clusterName is set until it is reset, the list is
+//     empty;
+//   - status.clusterName does not change within a cycle.
+//
+// It waits (up to Timeout) until the manager selected a worker. It does not
+// check which worker was chosen (ExactlyOnceAdmitted does) nor the rounds of
+// the Incremental dispatcher.
+func (c *Checker) NominationCleared(ctx context.Context, job client.Object) error {
+	t, err := c.resolve(ctx, job)
+	if err != nil {
+		return &Failure{Assertion: "NominationCleared", Object: fmt.Sprintf("%s/%s", job.GetNamespace(), job.GetName()),
+			Expected: "a manager Workload for the job", Problems: []string{err.Error()}}
+	}
+	mgr := c.Topo.Manager.Name
+	waitErr := c.waitPlaced(ctx, t)
+	wl, _ := c.history(t)
+	cycles, problems := cyclesOf(wl, mgr)
+	if waitErr != nil {
+		problems = append(problems, waitErr.Error())
+	}
+	t0 := firstTime(wl)
+	allWorkers := slices.Clone(c.Topo.Spec.WorkerNames)
+	slices.Sort(allWorkers)
+	var nominated []string
+	pendingSeen := map[int][]string{} // cycle index -> first non-empty nomination before it
+	cur := 0
+	for _, e := range wl {
+		if e.Cluster != mgr {
+			continue
+		}
+		// Which cycle is this event before or in?
+		for cur < len(cycles) && !cycles[cur].end.IsZero() && !e.Time.Before(cycles[cur].end) {
+			cur++
+		}
+		inCycle := cur < len(cycles) && !e.Time.Before(cycles[cur].start)
+		switch e.Type {
+		case observe.Nominated:
+			nominated = e.Values
+			if len(nominated) == 0 {
+				continue
+			}
+			if inCycle {
+				problems = append(problems, fmt.Sprintf("cluster %q: nominatedClusterNames became [%s] at %s while clusterName was %q",
+					mgr, strings.Join(nominated, ","), rel(e.Time, t0), cycles[cur].cluster))
+			} else if _, ok := pendingSeen[cur]; !ok {
+				pendingSeen[cur] = slices.Clone(nominated)
+			}
+		case observe.ClusterNameSet:
+			if len(e.Values) > 0 && e.Values[0] != "" && len(nominated) > 0 {
+				problems = append(problems, fmt.Sprintf("cluster %q: clusterName was set to %q at %s while nominatedClusterNames was still [%s]",
+					mgr, e.Values[0], rel(e.Time, t0), strings.Join(nominated, ",")))
+			}
+		}
+	}
+	for i, cy := range cycles {
+		first, ok := pendingSeen[i]
+		if !ok {
+			problems = append(problems, fmt.Sprintf("cluster %q: cycle %d: clusterName was set to %q at %s but nominatedClusterNames was never populated before",
+				mgr, i+1, cy.cluster, rel(cy.start, t0)))
+			continue
+		}
+		if c.Topo.Spec.Kueue.Dispatcher == topology.DispatcherAllAtOnce {
+			got := slices.Clone(first)
+			slices.Sort(got)
+			if !slices.Equal(got, allWorkers) {
+				problems = append(problems, fmt.Sprintf("cluster %q: cycle %d: AllAtOnce nominated [%s] first, want every worker [%s]",
+					mgr, i+1, strings.Join(got, ","), strings.Join(allWorkers, ",")))
+			}
+		}
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	return &Failure{
+		Assertion: "NominationCleared",
+		Object:    t.String(),
+		Expected:  "nominatedClusterNames populated while pending dispatch (all workers for AllAtOnce), empty once clusterName is set, clusterName fixed within a cycle",
+		Problems:  problems,
+		Timeline:  c.timeline(wl),
+	}
+}
+
+// waitPlaced waits until the manager Workload of t has a clusterName.
+func (c *Checker) waitPlaced(ctx context.Context, t target) error {
+	mgr := c.Topo.Manager.Name
+	return pollHistory(ctx, c, fmt.Sprintf("cluster %q: %s to get a status.clusterName", mgr, t), func() error {
+		wl, _ := c.history(t)
+		if cy, _ := cyclesOf(wl, mgr); len(cy) == 0 {
+			return fmt.Errorf("no clusterName on %s yet", t)
+		}
+		return nil
+	})
+}

@@ -1,0 +1,75 @@
+package assert
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	"github.com/multikueue-testkit/testkit/internal/poll"
+)
+
+// SetupActive checks that the MultiKueue setup works: every MultiKueueCluster
+// is Active=True with reason Active, the AdmissionCheck is Active, the
+// ClusterQueue is Active on every cluster, and every worker has the mirrored
+// namespaces and LocalQueues. It waits up to Timeout; on failure it lists each
+// object that is not ready with its condition's reason and message.
+//
+// It does not check that workloads can actually run; ExactlyOnceAdmitted does.
+func (c *Checker) SetupActive(ctx context.Context) error {
+	var last error
+	err := poll.Until(ctx, c.timeout(), "the MultiKueue setup to be Active", func(ctx context.Context) error {
+		last = c.setupProblems(ctx)
+		return last
+	})
+	if err == nil {
+		return nil
+	}
+	var problems []string
+	if last != nil {
+		problems = strings.Split(last.Error(), "; ")
+	} else {
+		problems = []string{err.Error()}
+	}
+	return &Failure{
+		Assertion: "SetupActive",
+		Object:    fmt.Sprintf("topology (%s, %s)", c.Topo.ProviderName, c.Topo.ConnectorName),
+		Expected:  "every MultiKueueCluster Active=True/Active, the AdmissionCheck and every ClusterQueue Active, namespaces and LocalQueues mirrored on every worker",
+		Problems:  problems,
+	}
+}
+
+func (c *Checker) setupProblems(ctx context.Context) error {
+	var problems []string
+	if err := c.Topo.ActiveProblems(ctx); err != nil {
+		problems = append(problems, err.Error())
+	}
+	for _, w := range c.Topo.Workers {
+		mkc := &kueue.MultiKueueCluster{}
+		if err := c.Topo.Manager.Client.Get(ctx, client.ObjectKey{Name: w.Name}, mkc); err == nil {
+			for _, cond := range mkc.Status.Conditions {
+				if cond.Type == kueue.MultiKueueClusterActive && cond.Status == "True" && cond.Reason != "Active" {
+					problems = append(problems, fmt.Sprintf("cluster %q MultiKueueCluster %s: Active=True but reason=%s", c.Topo.Manager.Name, w.Name, cond.Reason))
+				}
+			}
+		}
+		for _, ns := range c.Topo.Spec.Queues.Namespaces {
+			if err := w.Client.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{}); err != nil {
+				problems = append(problems, fmt.Sprintf("cluster %q Namespace %s: %v", w.Name, ns, err))
+				continue
+			}
+			lq := &kueue.LocalQueue{}
+			if err := w.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: c.Topo.Spec.Queues.LocalQueue}, lq); err != nil {
+				problems = append(problems, fmt.Sprintf("cluster %q LocalQueue %s/%s: %v", w.Name, ns, c.Topo.Spec.Queues.LocalQueue, err))
+			}
+		}
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	return errors.New(strings.Join(problems, "; "))
+}

@@ -1,0 +1,76 @@
+package assert
+
+import (
+	"context"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// TB is the part of testing.TB the assertions use. testing.T, GinkgoT() and
+// testify suites satisfy it.
+type TB interface {
+	Helper()
+	Errorf(format string, args ...any)
+}
+
+// FatalTB adds Fatalf, for Require.
+type FatalTB interface {
+	TB
+	Fatalf(format string, args ...any)
+}
+
+// Asserter runs a Checker's assertions and reports failures to a TB.
+type Asserter struct {
+	t      TB
+	fatalf func(format string, args ...any)
+	c      *Checker
+}
+
+// For returns an Asserter that reports with t.Errorf and lets the test go on.
+func For(t TB, c *Checker) *Asserter { return &Asserter{t: t, c: c} }
+
+// Require returns an Asserter that stops the test with t.Fatalf.
+func Require(t FatalTB, c *Checker) *Asserter { return &Asserter{t: t, fatalf: t.Fatalf, c: c} }
+
+func (a *Asserter) report(err error) bool {
+	a.t.Helper()
+	if err == nil {
+		return true
+	}
+	if a.fatalf != nil {
+		a.fatalf("%v", err)
+	} else {
+		a.t.Errorf("%v", err)
+	}
+	return false
+}
+
+// SetupActive reports Checker.SetupActive.
+func (a *Asserter) SetupActive(ctx context.Context) bool {
+	a.t.Helper()
+	return a.report(a.c.SetupActive(ctx))
+}
+
+// ExactlyOnceAdmitted reports Checker.ExactlyOnceAdmitted.
+func (a *Asserter) ExactlyOnceAdmitted(ctx context.Context, job client.Object) bool {
+	a.t.Helper()
+	return a.report(a.c.ExactlyOnceAdmitted(ctx, job))
+}
+
+// NominationCleared reports Checker.NominationCleared.
+func (a *Asserter) NominationCleared(ctx context.Context, job client.Object) bool {
+	a.t.Helper()
+	return a.report(a.c.NominationCleared(ctx, job))
+}
+
+// Finished reports Checker.Finished.
+func (a *Asserter) Finished(ctx context.Context, job client.Object) bool {
+	a.t.Helper()
+	return a.report(a.c.Finished(ctx, job))
+}
+
+// NoOrphans reports Checker.NoOrphans.
+func (a *Asserter) NoOrphans(ctx context.Context) bool {
+	a.t.Helper()
+	return a.report(a.c.NoOrphans(ctx))
+}

@@ -1,0 +1,16 @@
+// Package observe records what happens on every cluster of a topology.
+//
+// An Observer watches Workloads, batch Jobs and (on the manager)
+// MultiKueueClusters on each cluster through informers, and turns every change
+// into transitions with a timestamp and the cluster's name: quota reserved,
+// admitted, evicted, finished, deleted, nominatedClusterNames and clusterName
+// changes, admission-check states, remote copies created and deleted, Job
+// status changes, MultiKueueCluster Active changes. Assertions judge this
+// history, so a violation that lasts 300 ms is still seen after it is gone.
+//
+// Memory is bounded: the Observer keeps, per object, its last state on each
+// cluster and at most Options.MaxEventsPerObject transitions; it never keeps
+// copies of object versions. It needs only clients, so it works the same on
+// local and on real clusters. Its informers cost one list and one watch per
+// kind per cluster, whatever the number of workloads.
+package observe

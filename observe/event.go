@@ -1,0 +1,103 @@
+package observe
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Kind of object an event is about.
+type Kind string
+
+const (
+	KindWorkload          Kind = "Workload"
+	KindJob               Kind = "Job"
+	KindMultiKueueCluster Kind = "MultiKueueCluster"
+)
+
+// Type of a recorded transition.
+type Type string
+
+const (
+	Created          Type = "Created"
+	Deleted          Type = "Deleted"
+	QuotaReserved    Type = "QuotaReserved"
+	QuotaReleased    Type = "QuotaReleased"
+	Admitted         Type = "Admitted"
+	AdmissionRemoved Type = "AdmissionRemoved"
+	Evicted          Type = "Evicted"
+	Finished         Type = "Finished"
+	Nominated        Type = "NominatedClusterNames"
+	ClusterNameSet   Type = "ClusterName"
+	CheckState       Type = "AdmissionCheck"
+	// Job transitions.
+	JobSuspended   Type = "Suspended"
+	JobUnsuspended Type = "Unsuspended"
+	JobStarted     Type = "Started"
+	JobSucceeded   Type = "Succeeded"
+	JobFailed      Type = "Failed"
+	JobStatus      Type = "Status"
+	// MultiKueueCluster transitions.
+	ClusterActive   Type = "Active"
+	ClusterInactive Type = "Inactive"
+)
+
+// Event is one recorded transition of one object on one cluster.
+type Event struct {
+	Time      time.Time
+	Cluster   string
+	Kind      Kind
+	Namespace string
+	Name      string
+	Type      Type
+	// Detail is a short human-readable value: the new clusterName, the
+	// nominated list, a check's state, a condition reason.
+	Detail string
+	// Values carries machine-readable detail (nominated clusters, for example).
+	Values []string
+	// Labels of interest at the time (origin, prebuilt-workload-name).
+	Labels map[string]string
+}
+
+func (e Event) String() string {
+	s := fmt.Sprintf("%s %-10s %s %s/%s %s", e.Time.Format("15:04:05.000"), e.Cluster, e.Kind, e.Namespace, e.Name, e.Type)
+	if e.Detail != "" {
+		s += " " + e.Detail
+	}
+	return s
+}
+
+// Timeline renders events grouped per cluster, in cluster order, one line per
+// event with times relative to the first event: the story an assertion tells.
+func Timeline(events []Event, clusters []string) string {
+	if len(events) == 0 {
+		return "  (no events recorded)\n"
+	}
+	t0 := events[0].Time
+	for _, e := range events {
+		if e.Time.Before(t0) {
+			t0 = e.Time
+		}
+	}
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "  timeline from %s:\n", t0.Format("15:04:05.000"))
+	for _, c := range clusters {
+		var lines []string
+		for _, e := range events {
+			if e.Cluster != c {
+				continue
+			}
+			line := fmt.Sprintf("      +%-8s %s %s/%s %s", e.Time.Sub(t0).Round(time.Millisecond), e.Kind, e.Namespace, e.Name, e.Type)
+			if e.Detail != "" {
+				line += " " + e.Detail
+			}
+			lines = append(lines, line)
+		}
+		if len(lines) == 0 {
+			fmt.Fprintf(&sb, "    cluster %q: nothing\n", c)
+			continue
+		}
+		fmt.Fprintf(&sb, "    cluster %q:\n%s\n", c, strings.Join(lines, "\n"))
+	}
+	return sb.String()
+}

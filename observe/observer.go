@@ -1,0 +1,231 @@
+package observe
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	"github.com/multikueue-testkit/testkit/topology"
+)
+
+// Options tune an Observer. The zero value is usable.
+type Options struct {
+	// MaxEventsPerObject bounds the transitions kept per object (all clusters
+	// together); older ones are dropped and counted. Default 512.
+	MaxEventsPerObject int
+	// SyncTimeout bounds the initial informer sync. Default 1 minute.
+	SyncTimeout time.Duration
+}
+
+// Observer records the transitions of Workloads, Jobs and MultiKueueClusters
+// on every cluster of a topology. It is safe for concurrent use.
+type Observer struct {
+	clusters []string
+	readers  map[string]client.Reader
+	max      int
+
+	mu      sync.Mutex
+	records map[objKey]*record
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+}
+
+type objKey struct {
+	kind      Kind
+	namespace string
+	name      string
+}
+
+// record is the history of one object identity (kind, namespace, name) across
+// all clusters: remote copies share the manager object's name.
+type record struct {
+	events  []Event
+	dropped int
+	last    map[string]*snapshot // per cluster; nil entry after deletion
+}
+
+// Start begins watching every cluster of topo and returns once the informers
+// have synced. Stop it with Stop (it also stops when ctx ends).
+func Start(ctx context.Context, topo *topology.Topology, opts Options) (*Observer, error) {
+	if opts.MaxEventsPerObject <= 0 {
+		opts.MaxEventsPerObject = 512
+	}
+	if opts.SyncTimeout <= 0 {
+		opts.SyncTimeout = time.Minute
+	}
+	o := &Observer{readers: map[string]client.Reader{}, records: map[objKey]*record{}, max: opts.MaxEventsPerObject}
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	o.cancel = cancel
+	context.AfterFunc(ctx, cancel)
+	for _, c := range topo.Clusters() {
+		o.clusters = append(o.clusters, c.Name)
+		if err := o.watchCluster(runCtx, c); err != nil {
+			o.Stop()
+			return nil, err
+		}
+	}
+	syncCtx, syncCancel := context.WithTimeout(ctx, opts.SyncTimeout)
+	defer syncCancel()
+	for _, c := range topo.Clusters() {
+		if !o.readers[c.Name].(cache.Cache).WaitForCacheSync(syncCtx) {
+			o.Stop()
+			return nil, fmt.Errorf("observe: cluster %q: informers did not sync within %s", c.Name, opts.SyncTimeout)
+		}
+	}
+	return o, nil
+}
+
+func (o *Observer) watchCluster(ctx context.Context, c *topology.Cluster) error {
+	ch, err := cache.New(c.Config, cache.Options{
+		Scheme:           c.Client.Scheme(),
+		Mapper:           c.Client.RESTMapper(),
+		DefaultTransform: cache.TransformStripManagedFields(),
+	})
+	if err != nil {
+		return fmt.Errorf("observe: cluster %q: %w", c.Name, err)
+	}
+	o.readers[c.Name] = ch
+	kinds := []struct {
+		obj  client.Object
+		kind Kind
+	}{{&kueue.Workload{}, KindWorkload}, {&batchv1.Job{}, KindJob}}
+	if c.Role == topology.RoleManager {
+		kinds = append(kinds, struct {
+			obj  client.Object
+			kind Kind
+		}{&kueue.MultiKueueCluster{}, KindMultiKueueCluster})
+	}
+	for _, k := range kinds {
+		inf, err := ch.GetInformer(ctx, k.obj)
+		if err != nil {
+			return fmt.Errorf("observe: cluster %q: informer for %s: %w", c.Name, k.kind, err)
+		}
+		kind, cluster := k.kind, c.Name
+		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj any) { o.observe(cluster, kind, obj, false) },
+			UpdateFunc: func(_, obj any) { o.observe(cluster, kind, obj, false) },
+			DeleteFunc: func(obj any) { o.observe(cluster, kind, obj, true) },
+		}); err != nil {
+			return err
+		}
+	}
+	o.wg.Go(func() { _ = ch.Start(ctx) })
+	return nil
+}
+
+// observe turns one informer notification into transitions.
+func (o *Observer) observe(cluster string, kind Kind, obj any, deleted bool) {
+	now := time.Now()
+	if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj, deleted = t.Obj, true
+	}
+	co, ok := obj.(client.Object)
+	if !ok {
+		return
+	}
+	key := objKey{kind: kind, namespace: co.GetNamespace(), name: co.GetName()}
+	base := Event{Time: now, Cluster: cluster, Kind: kind, Namespace: key.namespace, Name: key.name}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	r := o.records[key]
+	if r == nil {
+		r = &record{last: map[string]*snapshot{}}
+		o.records[key] = r
+	}
+	if deleted {
+		if r.last[cluster] != nil {
+			e := base
+			e.Type, e.Labels = Deleted, r.last[cluster].labels
+			o.append(r, e)
+		}
+		r.last[cluster] = nil
+		return
+	}
+	var cur *snapshot
+	switch v := obj.(type) {
+	case *kueue.Workload:
+		cur = workloadSnapshot(v)
+	case *batchv1.Job:
+		cur = jobSnapshot(v)
+	case *kueue.MultiKueueCluster:
+		cur = clusterSnapshot(v)
+	default:
+		return
+	}
+	for _, e := range diff(base, r.last[cluster], cur) {
+		o.append(r, e)
+	}
+	r.last[cluster] = cur
+}
+
+func (o *Observer) append(r *record, e Event) {
+	r.events = append(r.events, e)
+	if len(r.events) > o.max {
+		n := len(r.events) - o.max
+		r.events = slices.Delete(r.events, 0, n)
+		r.dropped += n
+	}
+}
+
+// Stop ends every watch and waits for the informers to return.
+func (o *Observer) Stop() {
+	if o.cancel != nil {
+		o.cancel()
+	}
+	o.wg.Wait()
+}
+
+// Clusters returns the observed cluster names, manager first.
+func (o *Observer) Clusters() []string { return slices.Clone(o.clusters) }
+
+// History returns the transitions of the object of kind with namespace/name on
+// every cluster, oldest first. Dropped is how many older ones were discarded.
+func (o *Observer) History(kind Kind, namespace, name string) (events []Event, dropped int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	r := o.records[objKey{kind: kind, namespace: namespace, name: name}]
+	if r == nil {
+		return nil, 0
+	}
+	return slices.Clone(r.events), r.dropped
+}
+
+// Objects returns the namespace/name of every object of kind ever seen.
+func (o *Observer) Objects(kind Kind) []client.ObjectKey {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var out []client.ObjectKey
+	for k := range o.records {
+		if k.kind == kind {
+			out = append(out, client.ObjectKey{Namespace: k.namespace, Name: k.name})
+		}
+	}
+	slices.SortFunc(out, func(a, b client.ObjectKey) int {
+		if a.Namespace != b.Namespace {
+			if a.Namespace < b.Namespace {
+				return -1
+			}
+			return 1
+		}
+		if a.Name < b.Name {
+			return -1
+		}
+		if a.Name > b.Name {
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// Reader returns the informer-backed reader of a cluster: reads from it cost
+// no API requests. Nil for an unknown cluster.
+func (o *Observer) Reader(cluster string) client.Reader { return o.readers[cluster] }

@@ -1,0 +1,177 @@
+package observe
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+)
+
+// Labels Kueue puts on remote copies.
+const (
+	LabelOrigin           = kueue.MultiKueueOriginLabel
+	LabelPrebuiltWorkload = "kueue.x-k8s.io/prebuilt-workload-name"
+	LabelJobUID           = "kueue.x-k8s.io/job-uid"
+)
+
+// snapshot is the little that is kept of an object's last state on one
+// cluster: enough to tell which transitions a new version makes.
+type snapshot struct {
+	flags       map[Type]bool
+	clusterName string
+	nominated   []string
+	checks      map[string]string
+	jobStatus   string
+	reason      map[Type]string
+	labels      map[string]string
+}
+
+func condTrue(conds []metav1.Condition, t string) (bool, string) {
+	c := apimeta.FindStatusCondition(conds, t)
+	if c == nil || c.Status != metav1.ConditionTrue {
+		return false, ""
+	}
+	return true, c.Reason
+}
+
+func keptLabels(l map[string]string) map[string]string {
+	var out map[string]string
+	for _, k := range []string{LabelOrigin, LabelPrebuiltWorkload} {
+		if v, ok := l[k]; ok {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[k] = v
+		}
+	}
+	return out
+}
+
+func workloadSnapshot(wl *kueue.Workload) *snapshot {
+	s := &snapshot{flags: map[Type]bool{}, reason: map[Type]string{}, checks: map[string]string{}, labels: keptLabels(wl.Labels)}
+	for t, cond := range map[Type]string{
+		QuotaReserved: kueue.WorkloadQuotaReserved, Admitted: kueue.WorkloadAdmitted,
+		Evicted: kueue.WorkloadEvicted, Finished: kueue.WorkloadFinished,
+	} {
+		s.flags[t], s.reason[t] = condTrue(wl.Status.Conditions, cond)
+	}
+	s.clusterName = ptr.Deref(wl.Status.ClusterName, "")
+	s.nominated = slices.Clone(wl.Status.NominatedClusterNames)
+	for _, ac := range wl.Status.AdmissionChecks {
+		s.checks[string(ac.Name)] = string(ac.State)
+	}
+	return s
+}
+
+func jobSnapshot(job *batchv1.Job) *snapshot {
+	s := &snapshot{flags: map[Type]bool{}, reason: map[Type]string{}, labels: keptLabels(job.Labels)}
+	s.flags[JobSuspended] = ptr.Deref(job.Spec.Suspend, false)
+	s.flags[JobStarted] = job.Status.StartTime != nil
+	for _, c := range job.Status.Conditions {
+		if c.Status != corev1.ConditionTrue {
+			continue
+		}
+		switch c.Type {
+		case batchv1.JobComplete:
+			s.flags[JobSucceeded], s.reason[JobSucceeded] = true, c.Reason
+		case batchv1.JobFailed:
+			s.flags[JobFailed], s.reason[JobFailed] = true, c.Reason
+		}
+	}
+	s.jobStatus = fmt.Sprintf("active=%d succeeded=%d failed=%d", job.Status.Active, job.Status.Succeeded, job.Status.Failed)
+	return s
+}
+
+func clusterSnapshot(c *kueue.MultiKueueCluster) *snapshot {
+	s := &snapshot{flags: map[Type]bool{}, reason: map[Type]string{}}
+	cond := apimeta.FindStatusCondition(c.Status.Conditions, kueue.MultiKueueClusterActive)
+	if cond != nil {
+		s.flags[ClusterActive] = cond.Status == metav1.ConditionTrue
+		s.reason[ClusterActive] = fmt.Sprintf("reason=%s message=%q", cond.Reason, cond.Message)
+		s.jobStatus = string(cond.Status) + "/" + cond.Reason
+	}
+	return s
+}
+
+// diff appends to out the transitions from prev (nil: the object is new) to
+// cur. base is a template carrying time, cluster, kind and name.
+func diff(base Event, prev, cur *snapshot) []Event {
+	var out []Event
+	add := func(t Type, detail string, values []string) {
+		e := base
+		e.Type, e.Detail, e.Values, e.Labels = t, detail, values, cur.labels
+		out = append(out, e)
+	}
+	if prev == nil {
+		detail := ""
+		if len(cur.labels) > 0 {
+			var kv []string
+			for k, v := range cur.labels {
+				kv = append(kv, k+"="+v)
+			}
+			slices.Sort(kv)
+			detail = strings.Join(kv, ",")
+		}
+		add(Created, detail, nil)
+		prev = &snapshot{flags: map[Type]bool{}, checks: map[string]string{}}
+	}
+	switch base.Kind {
+	case KindWorkload:
+		pairs := []struct{ on, off Type }{{QuotaReserved, QuotaReleased}, {Admitted, AdmissionRemoved}, {Evicted, ""}, {Finished, ""}}
+		for _, p := range pairs {
+			switch {
+			case cur.flags[p.on] && !prev.flags[p.on]:
+				add(p.on, cur.reason[p.on], nil)
+			case !cur.flags[p.on] && prev.flags[p.on] && p.off != "":
+				add(p.off, "", nil)
+			}
+		}
+		if !slices.Equal(prev.nominated, cur.nominated) {
+			add(Nominated, "["+strings.Join(cur.nominated, ",")+"]", slices.Clone(cur.nominated))
+		}
+		if prev.clusterName != cur.clusterName {
+			add(ClusterNameSet, fmt.Sprintf("%q", cur.clusterName), []string{cur.clusterName})
+		}
+		names := make([]string, 0, len(cur.checks))
+		for n := range cur.checks {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+		for _, n := range names {
+			if prev.checks[n] != cur.checks[n] {
+				add(CheckState, n+"="+cur.checks[n], []string{n, cur.checks[n]})
+			}
+		}
+	case KindJob:
+		if cur.flags[JobSuspended] != prev.flags[JobSuspended] || prev.jobStatus == "" {
+			if cur.flags[JobSuspended] {
+				add(JobSuspended, "", nil)
+			} else {
+				add(JobUnsuspended, "", nil)
+			}
+		}
+		for _, t := range []Type{JobStarted, JobSucceeded, JobFailed} {
+			if cur.flags[t] && !prev.flags[t] {
+				add(t, cur.reason[t], nil)
+			}
+		}
+		if cur.jobStatus != prev.jobStatus {
+			add(JobStatus, cur.jobStatus, nil)
+		}
+	case KindMultiKueueCluster:
+		if cur.jobStatus != prev.jobStatus {
+			if cur.flags[ClusterActive] {
+				add(ClusterActive, cur.reason[ClusterActive], nil)
+			} else {
+				add(ClusterInactive, cur.reason[ClusterActive], nil)
+			}
+		}
+	}
+	return out
+}

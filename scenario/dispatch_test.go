@@ -1,0 +1,65 @@
+package scenario_test
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/multikueue-testkit/testkit/scenario"
+	"github.com/multikueue-testkit/testkit/topology"
+	"github.com/multikueue-testkit/testkit/topology/local"
+)
+
+// TestDispatchJobsOnThreeWorkers is the foundation's end-to-end acceptance:
+// 1 manager + 3 workers, 20 Jobs submitted concurrently, each admitted exactly
+// once, nominations cleared, every Workload Finished, nothing left on the
+// workers, and no process left after teardown.
+func TestDispatchJobsOnThreeWorkers(t *testing.T) {
+	ctx := context.Background()
+	start := time.Now()
+	topo, err := local.New(ctx, topology.Options{Workers: 3, Progress: testWriter{t}}, local.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := topo.Provider().(*local.Provider).Dir()
+	t.Logf("1 manager + 3 workers Active after %s", time.Since(start).Round(time.Millisecond))
+	defer func() {
+		if err := topo.Close(ctx); err != nil {
+			t.Errorf("teardown: %v", err)
+		}
+		if left := local.ProcessesUnder(dir); len(left) > 0 {
+			t.Errorf("processes left after teardown: %v", left)
+		}
+		if _, err := os.Stat(dir); !os.IsNotExist(err) {
+			t.Errorf("temporary directory %s left after teardown (stat: %v)", dir, err)
+		}
+	}()
+	if n := len(local.ProcessesUnder(dir)); n != 8 {
+		t.Errorf("want 8 etcd/kube-apiserver processes for 4 clusters, found %d", n)
+	}
+
+	env, err := scenario.Observe(ctx, topo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Close()
+	if err := env.Check.SetupActive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	start = time.Now()
+	res, err := scenario.DispatchJobs(ctx, env, scenario.DispatchOptions{Jobs: 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("20 Jobs dispatched, finished and cleaned up in %s", time.Since(start).Round(time.Millisecond))
+	perWorker := map[string]int{}
+	for _, j := range res.Jobs {
+		for _, w := range topo.Workers {
+			if evs, _ := env.Obs.History("Job", j.Namespace, j.Name); hasCreatedOn(evs, w.Name) {
+				perWorker[w.Name]++
+			}
+		}
+	}
+	t.Logf("remote Jobs per worker: %v", perWorker)
+}
