@@ -5,6 +5,7 @@
 //   - a method on Checker returning an error (nil when the assertion holds)
 //     whose message tells the story: what was expected, what happened on which
 //     cluster to which object, and a per-cluster timeline;
+//
 //   - the same method on Asserter, which reports through a minimal TB
 //     (testing.T, GinkgoT(), testify's suite.T(), e2e-framework's *testing.T):
 //

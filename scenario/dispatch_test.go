@@ -6,6 +6,10 @@ import (
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
 	"github.com/multikueue-testkit/testkit/scenario"
 	"github.com/multikueue-testkit/testkit/topology"
 	"github.com/multikueue-testkit/testkit/topology/local"
@@ -62,4 +66,12 @@ func TestDispatchJobsOnThreeWorkers(t *testing.T) {
 		}
 	}
 	t.Logf("remote Jobs per worker: %v", perWorker)
+	// managedBy is defaulted by Kueue's webhook, called by the API server.
+	got := &batchv1.Job{}
+	if err := topo.Manager.Client.Get(ctx, client.ObjectKeyFromObject(res.Jobs[0]), got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Spec.ManagedBy == nil || *got.Spec.ManagedBy != kueue.MultiKueueControllerName {
+		t.Errorf("manager Job spec.managedBy = %v, want %s (set by the webhook)", got.Spec.ManagedBy, kueue.MultiKueueControllerName)
+	}
 }

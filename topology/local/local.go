@@ -113,7 +113,8 @@ type needsClusterProfiles interface{ NeedsClusterProfileCRD() bool }
 func (p *Provider) Provision(ctx context.Context, spec topology.Spec) (*topology.Cluster, []*topology.Cluster, error) {
 	aopts := p.opts.Assets
 	if aopts.Progress == nil {
-		aopts.Progress = spec.Progress
+		// A build is rare and takes minutes: say so where a person sees it.
+		aopts.Progress = os.Stderr
 	}
 	bins, err := assets.Ensure(ctx, aopts)
 	if err != nil {
