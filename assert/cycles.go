@@ -63,6 +63,26 @@ func cyclesOf(events []observe.Event, manager string) ([]cycle, []string) {
 	return out, problems
 }
 
+// anchorCycles moves each cycle's start back to the moment the remote job
+// appeared on the selected worker, when that came first: MultiKueue creates
+// the remote job before its status update of the manager Workload lands, so
+// the selection happened by then.
+func anchorCycles(cycles []cycle, jobs []observe.Event) {
+	var lower time.Time
+	for i := range cycles {
+		for _, e := range jobs {
+			if e.Type == observe.Created && e.Cluster == cycles[i].cluster && e.Time.After(lower) && e.Time.Before(cycles[i].start) {
+				cycles[i].start = e.Time
+				break
+			}
+		}
+		lower = cycles[i].end
+		if lower.IsZero() {
+			lower = cycles[i].start
+		}
+	}
+}
+
 func hasEvent(events []observe.Event, cluster string, t observe.Type) bool {
 	for _, e := range events {
 		if e.Cluster == cluster && e.Type == t {

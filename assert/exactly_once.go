@@ -24,6 +24,10 @@ import (
 //   - the remote job object was created on W only, carrying
 //     kueue.x-k8s.io/prebuilt-workload-name=<workload>, and on no other worker.
 //
+// A cycle starts when the manager's clusterName is set or, if earlier, when
+// the remote job appears on that worker (MultiKueue creates it before its
+// status write lands).
+//
 // It first waits (up to Timeout) until the manager selected a worker and the
 // remote job appeared there. It does not judge the race before selection:
 // with the AllAtOnce dispatcher several workers may reserve quota for their
@@ -49,6 +53,7 @@ func (c *Checker) ExactlyOnceAdmitted(ctx context.Context, job client.Object) er
 	})
 	wl, jobs := c.history(t)
 	cycles, problems := cyclesOf(wl, mgr)
+	anchorCycles(cycles, jobs)
 	if waitErr != nil {
 		problems = append(problems, waitErr.Error())
 	}

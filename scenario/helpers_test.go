@@ -1,10 +1,13 @@
 package scenario_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 
 	"github.com/multikueue-testkit/testkit/observe"
+	"github.com/multikueue-testkit/testkit/scenario"
+	"github.com/multikueue-testkit/testkit/topology"
 )
 
 // testWriter sends progress lines to t.Log.
@@ -23,4 +26,8 @@ func hasCreatedOn(evs []observe.Event, cluster string) bool {
 		}
 	}
 	return false
+}
+
+func scenarioObserve(ctx context.Context, topo *topology.Topology) (*scenario.Env, error) {
+	return scenario.Observe(ctx, topo)
 }

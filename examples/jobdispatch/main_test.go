@@ -1,0 +1,75 @@
+// Package jobdispatch is the main example: with sigs.k8s.io/e2e-framework it
+// stands up the embedded topology (1 manager + 3 workers, real kube-apiservers
+// and real Kueue, no Docker) and proves the canonical batch/Job behaviour of
+// MultiKueue: dispatch, exactly-once admission on one worker, nomination
+// cleanup, completion and remote cleanup.
+//
+//	go test ./examples/...
+package jobdispatch
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/e2e-framework/pkg/env"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+	"sigs.k8s.io/e2e-framework/pkg/features"
+
+	"github.com/multikueue-testkit/testkit/assert"
+	"github.com/multikueue-testkit/testkit/scenario"
+	"github.com/multikueue-testkit/testkit/scenario/envfuncs"
+	"github.com/multikueue-testkit/testkit/topology"
+	"github.com/multikueue-testkit/testkit/topology/local"
+	"github.com/multikueue-testkit/testkit/workload"
+)
+
+var testenv env.Environment
+
+func TestMain(m *testing.M) {
+	testenv = env.New()
+	testenv.Setup(envfuncs.SetupLocal(topology.Options{Workers: 3, Progress: os.Stderr}, local.Options{}))
+	testenv.Finish(envfuncs.Teardown())
+	os.Exit(testenv.Run(m))
+}
+
+func TestBatchJobThroughMultiKueue(t *testing.T) {
+	f := features.New("batch/Job through MultiKueue").
+		Assess("the MultiKueue setup is Active", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			e := mustEnv(ctx, t)
+			assert.Require(t, e.Check).SetupActive(ctx)
+			return ctx
+		}).
+		Assess("one Job runs on exactly one worker and is cleaned up", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			e := mustEnv(ctx, t)
+			job := workload.NewJob("sample", "default").Queue("user-queue").Requests("1", "1Gi").RunFor(time.Second).Obj()
+			if err := e.Topo.Manager.Client.Create(ctx, job); err != nil {
+				t.Fatal(err)
+			}
+			a := assert.For(t, e.Check)
+			a.ExactlyOnceAdmitted(ctx, job)
+			a.NominationCleared(ctx, job)
+			a.Finished(ctx, job)
+			a.NoOrphans(ctx)
+			return ctx
+		}).
+		Assess("20 Jobs submitted at once", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			e := mustEnv(ctx, t)
+			if _, err := scenario.DispatchJobs(ctx, e, scenario.DispatchOptions{Jobs: 20, NamePrefix: "burst"}); err != nil {
+				t.Fatal(err)
+			}
+			return ctx
+		}).
+		Feature()
+	testenv.Test(t, f)
+}
+
+func mustEnv(ctx context.Context, t *testing.T) *scenario.Env {
+	t.Helper()
+	e, err := envfuncs.From(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
