@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -17,7 +18,7 @@ import (
 //
 //   - before each admission cycle, while the workload waited for dispatch,
 //     the list was populated; with the AllAtOnce dispatcher its first value
-//     named every worker of the topology;
+//     named every worker whose MultiKueueCluster was Active at that moment;
 //   - from the moment status.clusterName is set until it is reset, the list is
 //     empty;
 //   - status.clusterName does not change within a cycle.
@@ -39,10 +40,12 @@ func (c *Checker) NominationCleared(ctx context.Context, job client.Object) erro
 		problems = append(problems, waitErr.Error())
 	}
 	t0 := firstTime(wl)
-	allWorkers := slices.Clone(c.Topo.Spec.WorkerNames)
-	slices.Sort(allWorkers)
 	var nominated []string
-	pendingSeen := map[int][]string{} // cycle index -> first non-empty nomination before it
+	type firstNomination struct {
+		at     time.Time
+		values []string
+	}
+	pendingSeen := map[int]firstNomination{} // cycle index -> first non-empty nomination before it
 	cur := 0
 	for _, e := range wl {
 		if e.Cluster != mgr {
@@ -63,7 +66,7 @@ func (c *Checker) NominationCleared(ctx context.Context, job client.Object) erro
 				problems = append(problems, fmt.Sprintf("cluster %q: nominatedClusterNames became [%s] at %s while clusterName was %q",
 					mgr, strings.Join(nominated, ","), rel(e.Time, t0), cycles[cur].cluster))
 			} else if _, ok := pendingSeen[cur]; !ok {
-				pendingSeen[cur] = slices.Clone(nominated)
+				pendingSeen[cur] = firstNomination{at: e.Time, values: slices.Clone(nominated)}
 			}
 		case observe.ClusterNameSet:
 			if len(e.Values) > 0 && e.Values[0] != "" && len(nominated) > 0 {
@@ -80,11 +83,12 @@ func (c *Checker) NominationCleared(ctx context.Context, job client.Object) erro
 			continue
 		}
 		if c.Topo.Spec.Kueue.Dispatcher == topology.DispatcherAllAtOnce {
-			got := slices.Clone(first)
+			got := slices.Clone(first.values)
 			slices.Sort(got)
-			if !slices.Equal(got, allWorkers) {
-				problems = append(problems, fmt.Sprintf("cluster %q: cycle %d: AllAtOnce nominated [%s] first, want every worker [%s]",
-					mgr, i+1, strings.Join(got, ","), strings.Join(allWorkers, ",")))
+			want := c.activeWorkersAt(first.at)
+			if !slices.Equal(got, want) {
+				problems = append(problems, fmt.Sprintf("cluster %q: cycle %d: AllAtOnce nominated [%s] at %s, want every Active worker [%s]",
+					mgr, i+1, strings.Join(got, ","), rel(first.at, t0), strings.Join(want, ",")))
 			}
 		}
 	}
@@ -98,6 +102,32 @@ func (c *Checker) NominationCleared(ctx context.Context, job client.Object) erro
 		Problems:  problems,
 		Timeline:  c.timeline(wl),
 	}
+}
+
+// activeWorkersAt returns, sorted, the workers whose MultiKueueCluster was
+// Active at t according to the recorded history.
+func (c *Checker) activeWorkersAt(t time.Time) []string {
+	var out []string
+	for _, w := range c.Topo.Spec.WorkerNames {
+		evs, _ := c.Obs.History(observe.KindMultiKueueCluster, "", w)
+		active := false
+		for _, e := range evs {
+			if e.Time.After(t) {
+				break
+			}
+			switch e.Type {
+			case observe.ClusterActive:
+				active = true
+			case observe.ClusterInactive, observe.Deleted:
+				active = false
+			}
+		}
+		if active {
+			out = append(out, w)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // waitPlaced waits until the manager Workload of t has a clusterName.

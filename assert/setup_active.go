@@ -21,19 +21,14 @@ import (
 //
 // It does not check that workloads can actually run; ExactlyOnceAdmitted does.
 func (c *Checker) SetupActive(ctx context.Context) error {
-	var last error
-	err := poll.Until(ctx, c.timeout(), "the MultiKueue setup to be Active", func(ctx context.Context) error {
-		last = c.setupProblems(ctx)
-		return last
-	})
+	err := poll.Until(ctx, c.timeout(), "the MultiKueue setup to be Active", c.setupProblems)
 	if err == nil {
 		return nil
 	}
-	var problems []string
-	if last != nil {
-		problems = strings.Split(last.Error(), "; ")
-	} else {
-		problems = []string{err.Error()}
+	problems := []string{err.Error()}
+	var te *poll.TimeoutError
+	if errors.As(err, &te) && te.Last != nil {
+		problems = strings.Split(te.Last.Error(), "; ")
 	}
 	return &Failure{
 		Assertion: "SetupActive",

@@ -1,0 +1,10 @@
+package assert_test
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+type corev1ResourceName = corev1.ResourceName
+
+func resourceMustParse(s string) resource.Quantity { return resource.MustParse(s) }

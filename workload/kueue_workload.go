@@ -1,0 +1,54 @@
+package workload
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+)
+
+// WorkloadBuilder builds a standalone Kueue Workload (one pod set), for
+// fault injection: a stray remote copy, a second admitted copy, a workload
+// in a queue without admission checks.
+type WorkloadBuilder struct{ wl kueue.Workload }
+
+// NewWorkload starts a Workload with one pod set of one pod.
+func NewWorkload(name, namespace string) *WorkloadBuilder {
+	return &WorkloadBuilder{wl: kueue.Workload{
+		TypeMeta:   metav1.TypeMeta{APIVersion: kueue.GroupVersion.String(), Kind: "Workload"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: map[string]string{}},
+		Spec: kueue.WorkloadSpec{PodSets: []kueue.PodSet{{
+			Name:  kueue.DefaultPodSetName,
+			Count: 1,
+			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+				RestartPolicy: corev1.RestartPolicyNever,
+				Containers:    []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}},
+			}},
+		}}},
+	}}
+}
+
+// Queue sets spec.queueName (the LocalQueue).
+func (b *WorkloadBuilder) Queue(q string) *WorkloadBuilder {
+	b.wl.Spec.QueueName = kueue.LocalQueueName(q)
+	return b
+}
+
+// Requests sets the container's CPU and memory requests.
+func (b *WorkloadBuilder) Requests(cpu, memory string) *WorkloadBuilder {
+	req := corev1.ResourceList{}
+	if cpu != "" {
+		req[corev1.ResourceCPU] = resource.MustParse(cpu)
+	}
+	if memory != "" {
+		req[corev1.ResourceMemory] = resource.MustParse(memory)
+	}
+	b.wl.Spec.PodSets[0].Template.Spec.Containers[0].Resources.Requests = req
+	return b
+}
+
+// Label sets a label (for example kueue.x-k8s.io/multikueue-origin).
+func (b *WorkloadBuilder) Label(k, v string) *WorkloadBuilder { b.wl.Labels[k] = v; return b }
+
+// Obj returns a copy of the built Workload.
+func (b *WorkloadBuilder) Obj() *kueue.Workload { return b.wl.DeepCopy() }
