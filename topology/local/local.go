@@ -120,8 +120,13 @@ func (p *Provider) Provision(ctx context.Context, spec topology.Spec) (*topology
 	if err != nil {
 		return nil, nil, err
 	}
-	root, err := os.MkdirTemp("", "mktk-topology-")
+	RemoveStaleDirs()
+	root, err := os.MkdirTemp("", dirPattern)
 	if err != nil {
+		return nil, nil, err
+	}
+	if err := markOwner(root); err != nil {
+		os.RemoveAll(root)
 		return nil, nil, err
 	}
 	p.mu.Lock()
