@@ -61,13 +61,13 @@ func (c *Checker) ExactlyOnceAdmitted(ctx context.Context, job client.Object) er
 	if len(problems) == 0 {
 		return nil
 	}
-	return &Failure{
+	return c.fail(ctx, &Failure{
 		Assertion: "ExactlyOnceAdmitted",
 		Object:    t.String(),
 		Expected:  "in each admission cycle exactly one worker admits the workload, the manager's clusterName names it, and only it gets the remote job (with the prebuilt-workload-name label)",
 		Problems:  problems,
 		Timeline:  c.timeline(wl, jobs),
-	}
+	}, t.refs(c)...)
 }
 
 func (c *Checker) judgeCycles(t target, cycles []cycle, wl, jobs []observe.Event) []string {

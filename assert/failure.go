@@ -18,6 +18,9 @@ type Failure struct {
 	Problems []string
 	// Timeline is observe.Timeline of the relevant events, if any.
 	Timeline string
+	// Artifacts is the directory the report and object dumps were written
+	// to, when $ARTIFACTS is set.
+	Artifacts string
 }
 
 func (f *Failure) Error() string {
@@ -32,6 +35,9 @@ func (f *Failure) Error() string {
 	}
 	if f.Timeline != "" {
 		sb.WriteString(f.Timeline)
+	}
+	if f.Artifacts != "" {
+		fmt.Fprintf(&sb, "  artifacts: %s\n", f.Artifacts)
 	}
 	return redactText(sb.String())
 }

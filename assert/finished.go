@@ -30,8 +30,8 @@ func (c *Checker) Finished(ctx context.Context, job client.Object) error {
 		return nil
 	}
 	wl, jobs := c.history(t)
-	return &Failure{Assertion: "Finished", Object: t.String(), Expected: "the manager Workload to be Finished",
-		Problems: []string{err.Error()}, Timeline: c.timeline(wl, jobs)}
+	return c.fail(ctx, &Failure{Assertion: "Finished", Object: t.String(), Expected: "the manager Workload to be Finished",
+		Problems: []string{err.Error()}, Timeline: c.timeline(wl, jobs)}, t.refs(c)...)
 }
 
 func pollHistory(ctx context.Context, c *Checker, what string, check func() error) error {

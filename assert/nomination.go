@@ -95,13 +95,13 @@ func (c *Checker) NominationCleared(ctx context.Context, job client.Object) erro
 	if len(problems) == 0 {
 		return nil
 	}
-	return &Failure{
+	return c.fail(ctx, &Failure{
 		Assertion: "NominationCleared",
 		Object:    t.String(),
 		Expected:  "nominatedClusterNames populated while pending dispatch (all workers for AllAtOnce), empty once clusterName is set, clusterName fixed within a cycle",
 		Problems:  problems,
 		Timeline:  c.timeline(wl),
-	}
+	}, t.refs(c)...)
 }
 
 // activeWorkersAt returns, sorted, the workers whose MultiKueueCluster was

@@ -61,12 +61,12 @@ func (c *Checker) NoOrphans(ctx context.Context) error {
 	if len(orphans) == 0 {
 		orphans = []string{err.Error()}
 	}
-	return &Failure{
+	return c.fail(ctx, &Failure{
 		Assertion: "NoOrphans",
 		Object:    "remote copies on every worker",
 		Expected:  fmt.Sprintf("no remote Workload or Job without a live manager counterpart after %s (gcInterval %s)", grace, c.Topo.Spec.GCInterval),
 		Problems:  orphans,
-	}
+	})
 }
 
 func (c *Checker) orphans(ctx context.Context) ([]string, error) {

@@ -30,12 +30,12 @@ func (c *Checker) SetupActive(ctx context.Context) error {
 	if errors.As(err, &te) && te.Last != nil {
 		problems = strings.Split(te.Last.Error(), "; ")
 	}
-	return &Failure{
+	return c.fail(ctx, &Failure{
 		Assertion: "SetupActive",
 		Object:    fmt.Sprintf("topology (%s, %s)", c.Topo.ProviderName, c.Topo.ConnectorName),
 		Expected:  "every MultiKueueCluster Active=True/Active, the AdmissionCheck and every ClusterQueue Active, namespaces and LocalQueues mirrored on every worker",
 		Problems:  problems,
-	}
+	}, c.setupRefs()...)
 }
 
 func (c *Checker) setupProblems(ctx context.Context) error {

@@ -74,3 +74,27 @@ func (a *Asserter) NoOrphans(ctx context.Context) bool {
 	a.t.Helper()
 	return a.report(a.c.NoOrphans(ctx))
 }
+
+// LosersCleaned reports Checker.LosersCleaned.
+func (a *Asserter) LosersCleaned(ctx context.Context, job client.Object) bool {
+	a.t.Helper()
+	return a.report(a.c.LosersCleaned(ctx, job))
+}
+
+// DispatchedIncrementally reports Checker.DispatchedIncrementally.
+func (a *Asserter) DispatchedIncrementally(ctx context.Context, job client.Object) bool {
+	a.t.Helper()
+	return a.report(a.c.DispatchedIncrementally(ctx, job))
+}
+
+// ClusterActive reports Checker.ClusterActive.
+func (a *Asserter) ClusterActive(ctx context.Context, name string) bool {
+	a.t.Helper()
+	return a.report(a.c.ClusterActive(ctx, name))
+}
+
+// ClusterInactive reports Checker.ClusterInactive.
+func (a *Asserter) ClusterInactive(ctx context.Context, name, reason string) bool {
+	a.t.Helper()
+	return a.report(a.c.ClusterInactive(ctx, name, reason))
+}

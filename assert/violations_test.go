@@ -3,6 +3,10 @@ package assert_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +14,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
@@ -70,6 +75,40 @@ func placedOn(t *testing.T, ctx context.Context, job *batchv1.Job) (*kueue.Workl
 	return &wl, *wl.Status.ClusterName
 }
 
+// setStatus re-reads wl and applies mutate to its status until no conflict.
+func setStatus(t *testing.T, ctx context.Context, wl *kueue.Workload, mutate func(*kueue.Workload)) {
+	t.Helper()
+	c := env.Topo.Manager.Client
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(wl), wl); err != nil {
+			return err
+		}
+		mutate(wl)
+		return c.Status().Update(ctx, wl)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// observed waits until the observer recorded a transition of typ for the
+// Workload ns/name on cluster.
+func observed(t *testing.T, ctx context.Context, cluster, ns, name string, typ observe.Type) {
+	t.Helper()
+	err := poll.Until(ctx, 10*time.Second, fmt.Sprintf("the observer to record %s of %s/%s on %s", typ, ns, name, cluster), func(context.Context) error {
+		evs, _ := env.Obs.History(observe.KindWorkload, ns, name)
+		for _, e := range evs {
+			if e.Cluster == cluster && e.Type == typ {
+				return nil
+			}
+		}
+		return errors.New("not yet")
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 func otherWorker(name string) string {
 	for _, w := range env.Topo.Workers {
 		if w.Name != name {
@@ -87,8 +126,13 @@ func TestHealthyRunPassesEveryAssertion(t *testing.T) {
 	a.SetupActive(ctx)
 	a.ExactlyOnceAdmitted(ctx, job)
 	a.NominationCleared(ctx, job)
+	a.LosersCleaned(ctx, job)
+	a.DispatchedIncrementally(ctx, job) // AllAtOnce with 2 workers is one round of <= 3, in name order
 	a.Finished(ctx, job)
 	a.NoOrphans(ctx)
+	for _, w := range env.Topo.Workers {
+		a.ClusterActive(ctx, w.Name)
+	}
 }
 
 // TestExactlyOnceAdmittedCatchesAShortLivedSecondAdmission gives a second
@@ -135,18 +179,7 @@ func TestExactlyOnceAdmittedCatchesAShortLivedSecondAdmission(t *testing.T) {
 	if lived > time.Second {
 		t.Logf("note: the copy lived longer than a second on this machine")
 	}
-	err = poll.Until(ctx, 10*time.Second, "the copy's deletion to be observed", func(context.Context) error {
-		evs, _ := env.Obs.History(observe.KindWorkload, wl.Namespace, wl.Name)
-		for _, e := range evs {
-			if e.Cluster == loser.Name && e.Type == observe.Deleted {
-				return nil
-			}
-		}
-		return errors.New("not yet")
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	observed(t, ctx, loser.Name, wl.Namespace, wl.Name, observe.Deleted)
 	mustFail(t, checker(time.Minute).ExactlyOnceAdmitted(ctx, job),
 		"ExactlyOnceAdmitted failed", `cluster "`+loser.Name+`"`, wl.Name, "after the manager had selected", `cluster "`+winner+`"`)
 	_ = env.Topo.Manager.Client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground))
@@ -177,20 +210,56 @@ func TestNominationClearedCatchesAPartialAllAtOnceNomination(t *testing.T) {
 		t.Fatal(err)
 	}
 	only := env.Topo.Workers[0].Name
-	wl.Status.NominatedClusterNames = []string{only}
-	if err := mgr.Client.Status().Update(ctx, wl); err != nil {
-		t.Fatal(err)
-	}
-	wl.Status.NominatedClusterNames = nil
-	wl.Status.ClusterName = ptr.To(only)
-	if err := mgr.Client.Status().Update(ctx, wl); err != nil {
-		t.Fatal(err)
-	}
+	setStatus(t, ctx, wl, func(w *kueue.Workload) { w.Status.NominatedClusterNames = []string{only} })
+	setStatus(t, ctx, wl, func(w *kueue.Workload) {
+		w.Status.NominatedClusterNames = nil
+		w.Status.ClusterName = ptr.To(only)
+	})
 	mustFail(t, checker(30*time.Second).NominationCleared(ctx, wl),
 		"NominationCleared failed", `cluster "manager"`, "hand-placed", "AllAtOnce nominated ["+only+"]", "want every Active worker")
+
+	// The same history, judged as the Incremental dispatcher's first round,
+	// skipped worker-1 when it nominated worker-2 alone.
+	second := workload.NewWorkload("hand-placed-2", "default").Queue("plain").Obj()
+	second.Spec.Active = ptr.To(false)
+	if err := mgr.Client.Create(ctx, second); err != nil {
+		t.Fatal(err)
+	}
+	last := env.Topo.Workers[1].Name
+	setStatus(t, ctx, second, func(w *kueue.Workload) { w.Status.NominatedClusterNames = []string{last} })
+	setStatus(t, ctx, second, func(w *kueue.Workload) {
+		w.Status.NominatedClusterNames = nil
+		w.Status.ClusterName = ptr.To(last)
+	})
+	mustFail(t, checker(30*time.Second).DispatchedIncrementally(ctx, second),
+		"DispatchedIncrementally failed", `cluster "manager"`, "hand-placed-2", "round 1", "nominated ["+last+"]", "want the first 2 Active workers by name")
+	_ = mgr.Client.Delete(ctx, second)
 	for _, o := range []client.Object{wl, lq, cq} {
 		_ = mgr.Client.Delete(ctx, o)
 	}
+}
+
+// TestLosersCleanedCatchesAKeptLoser leaves a copy of a placed workload on the
+// worker that lost (garbage collection is off in this topology).
+func TestLosersCleanedCatchesAKeptLoser(t *testing.T) {
+	ctx := context.Background()
+	job := workload.NewJob("kept", "default").Queue("user-queue").Requests("1", "1Gi").RunFor(20 * time.Second).Obj()
+	submit(t, ctx, job)
+	if err := checker(time.Minute).LosersCleaned(ctx, job); err != nil {
+		t.Fatalf("healthy before the injection: %v", err)
+	}
+	wl, winner := placedOn(t, ctx, job)
+	loser := env.Topo.Worker(otherWorker(winner))
+	kept := workload.NewWorkload(wl.Name, wl.Namespace).Queue("user-queue").Label(observe.LabelOrigin, env.Topo.Spec.Kueue.Origin).Obj()
+	kept.Spec.Active = ptr.To(false) // it just sits there
+	if err := loser.Client.Create(ctx, kept); err != nil {
+		t.Fatal(err)
+	}
+	observed(t, ctx, loser.Name, kept.Namespace, kept.Name, observe.Created)
+	mustFail(t, checker(5*time.Second).LosersCleaned(ctx, job),
+		"LosersCleaned failed", `cluster "`+loser.Name+`"`, wl.Name, "was kept after", `"`+winner+`" was selected`)
+	_ = loser.Client.Delete(ctx, kept)
+	_ = env.Topo.Manager.Client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground))
 }
 
 func TestFinishedTimesOutWithTheStory(t *testing.T) {
@@ -251,8 +320,53 @@ func TestSetupActiveReportsABrokenConnection(t *testing.T) {
 			t.Fatalf("setup did not recover: %v", err)
 		}
 	}()
-	mustFail(t, checker(10*time.Second).SetupActive(ctx),
-		"SetupActive failed", `cluster "manager" MultiKueueCluster `+name, "Active=False")
+	c := checker(10 * time.Second)
+	if err := c.ClusterInactive(ctx, name, "BadKubeConfig"); err != nil {
+		t.Errorf("ClusterInactive: %v", err)
+	}
+	mustFail(t, c.ClusterActive(ctx, name), "ClusterActive failed", "MultiKueueCluster "+name, `cluster "manager"`, "Inactive", "BadKubeConfig")
+	artifacts := t.TempDir()
+	t.Setenv(assert.EnvArtifacts, artifacts)
+	err := c.SetupActive(ctx)
+	mustFail(t, err, "SetupActive failed", `cluster "manager" MultiKueueCluster `+name, "Active=False", "reason=BadKubeConfig", "artifacts: "+artifacts)
+	checkArtifacts(t, artifacts)
+}
+
+// checkArtifacts checks that a failure wrote its report and one dump per
+// cluster, and that no credential reached them: the manager's dump holds the
+// kubeconfig Secrets, redacted.
+func checkArtifacts(t *testing.T, root string) {
+	t.Helper()
+	files := map[string]string{}
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		files[filepath.Base(p)] = string(b)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range env.Topo.Clusters() {
+		if _, ok := files[c.Name+".yaml"]; !ok {
+			t.Errorf("no dump for cluster %q in %v", c.Name, files)
+		}
+	}
+	if !strings.Contains(files["report.txt"], "SetupActive failed") {
+		t.Errorf("report.txt: %q", files["report.txt"])
+	}
+	if !strings.Contains(files["manager.yaml"], "kind: Secret") || !strings.Contains(files["manager.yaml"], "kind: MultiKueueCluster") {
+		t.Errorf("manager dump lacks the Secret or the MultiKueueCluster:\n%s", files["manager.yaml"])
+	}
+	for name, body := range files {
+		for _, secret := range []string{"eyJ", "BEGIN", "client-key-data: L", "token: e"} {
+			if strings.Contains(body, secret) {
+				t.Errorf("%s contains %q", name, secret)
+			}
+		}
+	}
 }
 
 func TestFailureMessagesAreRedacted(t *testing.T) {

@@ -39,7 +39,10 @@ type jobExecutor struct {
 
 const jobControllerManagedBy = "kubernetes.io/job-controller"
 
-func newExecutorManager(cluster string, cfg *rest.Config, logPath string) (manager.Manager, error) {
+// newAgentManager builds the manager of a cluster's stand-ins for what a
+// local topology lacks: the owner garbage collector on every cluster and, on
+// workers, the job executor.
+func newAgentManager(cluster string, worker bool, cfg *rest.Config, logPath string) (manager.Manager, error) {
 	scheme, err := topology.NewScheme()
 	if err != nil {
 		return nil, err
@@ -61,6 +64,12 @@ func newExecutorManager(cluster string, cfg *rest.Config, logPath string) (manag
 	}
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error { <-ctx.Done(); return logf.Close() })); err != nil {
 		return nil, err
+	}
+	if err := setupOwnerGC(cluster, mgr); err != nil {
+		return nil, err
+	}
+	if !worker {
+		return mgr, nil
 	}
 	ex := &jobExecutor{cluster: cluster, client: mgr.GetClient(), now: time.Now}
 	err = ctrl.NewControllerManagedBy(mgr).Named("mktk-job-executor").For(&batchv1.Job{}).Complete(ex)

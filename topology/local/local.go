@@ -257,10 +257,8 @@ func (p *Provider) startCluster(ctx context.Context, name string, role topology.
 	if err := registerWebhooks(ctx, c, hooks, lc.kueue.server, port, cp.ca.certPEM); err != nil {
 		return nil, err
 	}
-	if role == topology.RoleWorker {
-		if err := lc.startExecutor(ctx, filepath.Join(dir, "executor.log")); err != nil {
-			return nil, err
-		}
+	if err := lc.startAgent(ctx, role == topology.RoleWorker, filepath.Join(dir, "agent.log")); err != nil {
+		return nil, err
 	}
 	return c, nil
 }
@@ -329,10 +327,12 @@ type localCluster struct {
 	execDone   chan error
 }
 
-func (lc *localCluster) startExecutor(ctx context.Context, logPath string) error {
-	mgr, err := newExecutorManager(lc.name, lc.cp.restConfig(), logPath)
+// startAgent runs the owner garbage collector and, on workers, the job
+// executor, in a manager of their own.
+func (lc *localCluster) startAgent(ctx context.Context, worker bool, logPath string) error {
+	mgr, err := newAgentManager(lc.name, worker, lc.cp.restConfig(), logPath)
 	if err != nil {
-		return fmt.Errorf("cluster %q: job executor: %w", lc.name, err)
+		return fmt.Errorf("cluster %q: agent: %w", lc.name, err)
 	}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan error, 1)
@@ -354,7 +354,7 @@ func (lc *localCluster) close() error {
 		select {
 		case <-done:
 		case <-time.After(procStopTimeout):
-			errs = append(errs, fmt.Errorf("cluster %q: job executor did not stop within %s", lc.name, procStopTimeout))
+			errs = append(errs, fmt.Errorf("cluster %q: agent did not stop within %s", lc.name, procStopTimeout))
 		}
 	}
 	if lc.kueue != nil {

@@ -1,0 +1,63 @@
+package assert
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/multikueue-testkit/testkit/observe"
+)
+
+// ClusterActive waits (up to Timeout) until the MultiKueueCluster name is
+// Active=True according to the recorded history. On failure it lists the
+// cluster's Active transitions with their reasons and messages.
+func (c *Checker) ClusterActive(ctx context.Context, name string) error {
+	return c.clusterState(ctx, "ClusterActive", name, true, "")
+}
+
+// ClusterInactive waits (up to Timeout) until the MultiKueueCluster name is
+// Active=False, with the given condition reason unless reason is empty (for
+// example "BadKubeConfig" or "ClientConnectionFailed").
+func (c *Checker) ClusterInactive(ctx context.Context, name, reason string) error {
+	return c.clusterState(ctx, "ClusterInactive", name, false, reason)
+}
+
+func (c *Checker) clusterState(ctx context.Context, assertion, name string, active bool, reason string) error {
+	mgr := c.Topo.Manager.Name
+	want := "Active=True"
+	if !active {
+		want = "Active=False"
+		if reason != "" {
+			want += " with reason " + reason
+		}
+	}
+	err := pollHistory(ctx, c, fmt.Sprintf("cluster %q: MultiKueueCluster %s to be %s", mgr, name, want), func() error {
+		evs, _ := c.Obs.History(observe.KindMultiKueueCluster, "", name)
+		var last *observe.Event
+		for i := range evs {
+			if evs[i].Type == observe.ClusterActive || evs[i].Type == observe.ClusterInactive {
+				last = &evs[i]
+			}
+		}
+		switch {
+		case last == nil:
+			return fmt.Errorf("no Active condition recorded")
+		case active && last.Type == observe.ClusterActive:
+			return nil
+		case !active && last.Type == observe.ClusterInactive && (reason == "" || strings.Contains(last.Detail, "reason="+reason+" ")):
+			return nil
+		}
+		return fmt.Errorf("last: %s %s", last.Type, last.Detail)
+	})
+	if err == nil {
+		return nil
+	}
+	evs, _ := c.Obs.History(observe.KindMultiKueueCluster, "", name)
+	return c.fail(ctx, &Failure{
+		Assertion: assertion,
+		Object:    fmt.Sprintf("MultiKueueCluster %s on cluster %q", name, mgr),
+		Expected:  want,
+		Problems:  []string{err.Error()},
+		Timeline:  c.timeline(evs),
+	})
+}
