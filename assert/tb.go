@@ -98,3 +98,15 @@ func (a *Asserter) ClusterInactive(ctx context.Context, name, reason string) boo
 	a.t.Helper()
 	return a.report(a.c.ClusterInactive(ctx, name, reason))
 }
+
+// StatusSynced reports Checker.StatusSynced.
+func (a *Asserter) StatusSynced(ctx context.Context, job client.Object) bool {
+	a.t.Helper()
+	return a.report(a.c.StatusSynced(ctx, job))
+}
+
+// QuotaRespected reports Checker.QuotaRespected.
+func (a *Asserter) QuotaRespected(ctx context.Context) bool {
+	a.t.Helper()
+	return a.report(a.c.QuotaRespected(ctx))
+}

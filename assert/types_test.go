@@ -8,3 +8,5 @@ import (
 type corev1ResourceName = corev1.ResourceName
 
 func resourceMustParse(s string) resource.Quantity { return resource.MustParse(s) }
+
+type resourceQuantity = resource.Quantity

@@ -22,6 +22,7 @@ import (
 	"github.com/multikueue-testkit/testkit/assert"
 	"github.com/multikueue-testkit/testkit/internal/poll"
 	"github.com/multikueue-testkit/testkit/observe"
+	"github.com/multikueue-testkit/testkit/topology"
 	"github.com/multikueue-testkit/testkit/workload"
 )
 
@@ -78,7 +79,12 @@ func placedOn(t *testing.T, ctx context.Context, job *batchv1.Job) (*kueue.Workl
 // setStatus re-reads wl and applies mutate to its status until no conflict.
 func setStatus(t *testing.T, ctx context.Context, wl *kueue.Workload, mutate func(*kueue.Workload)) {
 	t.Helper()
-	c := env.Topo.Manager.Client
+	setStatusOn(t, ctx, env.Topo.Manager, wl, mutate)
+}
+
+func setStatusOn(t *testing.T, ctx context.Context, cl *topology.Cluster, wl *kueue.Workload, mutate func(*kueue.Workload)) {
+	t.Helper()
+	c := cl.Client
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(wl), wl); err != nil {
 			return err
@@ -95,10 +101,16 @@ func setStatus(t *testing.T, ctx context.Context, wl *kueue.Workload, mutate fun
 // Workload ns/name on cluster.
 func observed(t *testing.T, ctx context.Context, cluster, ns, name string, typ observe.Type) {
 	t.Helper()
+	observedAfter(t, ctx, cluster, ns, name, typ, time.Time{})
+}
+
+// observedAfter is observed for transitions recorded after a moment.
+func observedAfter(t *testing.T, ctx context.Context, cluster, ns, name string, typ observe.Type, after time.Time) {
+	t.Helper()
 	err := poll.Until(ctx, 10*time.Second, fmt.Sprintf("the observer to record %s of %s/%s on %s", typ, ns, name, cluster), func(context.Context) error {
 		evs, _ := env.Obs.History(observe.KindWorkload, ns, name)
 		for _, e := range evs {
-			if e.Cluster == cluster && e.Type == typ {
+			if e.Cluster == cluster && e.Type == typ && e.Time.After(after) {
 				return nil
 			}
 		}
@@ -127,6 +139,8 @@ func TestHealthyRunPassesEveryAssertion(t *testing.T) {
 	a.ExactlyOnceAdmitted(ctx, job)
 	a.NominationCleared(ctx, job)
 	a.LosersCleaned(ctx, job)
+	a.StatusSynced(ctx, job)
+	a.QuotaRespected(ctx)
 	a.DispatchedIncrementally(ctx, job) // AllAtOnce with 2 workers is one round of <= 3, in name order
 	a.Finished(ctx, job)
 	a.NoOrphans(ctx)
@@ -179,7 +193,7 @@ func TestExactlyOnceAdmittedCatchesAShortLivedSecondAdmission(t *testing.T) {
 	if lived > time.Second {
 		t.Logf("note: the copy lived longer than a second on this machine")
 	}
-	observed(t, ctx, loser.Name, wl.Namespace, wl.Name, observe.Deleted)
+	observedAfter(t, ctx, loser.Name, wl.Namespace, wl.Name, observe.Deleted, created)
 	mustFail(t, checker(time.Minute).ExactlyOnceAdmitted(ctx, job),
 		"ExactlyOnceAdmitted failed", `cluster "`+loser.Name+`"`, wl.Name, "after the manager had selected", `cluster "`+winner+`"`)
 	_ = env.Topo.Manager.Client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground))
@@ -252,14 +266,90 @@ func TestLosersCleanedCatchesAKeptLoser(t *testing.T) {
 	loser := env.Topo.Worker(otherWorker(winner))
 	kept := workload.NewWorkload(wl.Name, wl.Namespace).Queue("user-queue").Label(observe.LabelOrigin, env.Topo.Spec.Kueue.Origin).Obj()
 	kept.Spec.Active = ptr.To(false) // it just sits there
+	before := time.Now()
 	if err := loser.Client.Create(ctx, kept); err != nil {
 		t.Fatal(err)
 	}
-	observed(t, ctx, loser.Name, kept.Namespace, kept.Name, observe.Created)
+	observedAfter(t, ctx, loser.Name, kept.Namespace, kept.Name, observe.Created, before)
 	mustFail(t, checker(5*time.Second).LosersCleaned(ctx, job),
 		"LosersCleaned failed", `cluster "`+loser.Name+`"`, wl.Name, "was kept after", `"`+winner+`" was selected`)
 	_ = loser.Client.Delete(ctx, kept)
 	_ = env.Topo.Manager.Client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground))
+}
+
+// TestStatusSyncedCatchesAManagerThatStopsSyncing stops the manager's Kueue
+// while the remote Job runs, so its final state never reaches the manager;
+// then starts it again and sees the status catch up.
+func TestStatusSyncedCatchesAManagerThatStopsSyncing(t *testing.T) {
+	ctx := context.Background()
+	mgr := env.Topo.Manager
+	job := workload.NewJob("unsynced", "default").Queue("user-queue").Requests("1", "1Gi").RunFor(2 * time.Second).Obj()
+	submit(t, ctx, job)
+	_, winner := placedOn(t, ctx, job)
+	if err := mgr.Lifecycle.StopKueue(ctx); err != nil {
+		t.Fatal(err)
+	}
+	restarted := false
+	restart := func() {
+		if restarted {
+			return
+		}
+		restarted = true
+		if err := mgr.Lifecycle.StartKueue(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := env.Topo.WaitActive(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer restart()
+	err := poll.Until(ctx, time.Minute, "the remote Job to succeed", func(context.Context) error {
+		evs, _ := env.Obs.History(observe.KindJob, job.Namespace, job.Name)
+		for _, e := range evs {
+			if e.Cluster == winner && e.Type == observe.JobSucceeded {
+				return nil
+			}
+		}
+		return errors.New("not yet")
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustFail(t, checker(3*time.Second).StatusSynced(ctx, job),
+		"StatusSynced failed", "Job default/unsynced", `cluster "manager"`, "never became Succeeded", `the remote Job on "`+winner+`"`)
+	restart()
+	if err := checker(time.Minute).StatusSynced(ctx, job); err != nil {
+		t.Fatalf("status did not catch up after the manager's Kueue restarted: %v", err)
+	}
+}
+
+// TestQuotaRespectedCatchesAForcedAdmission writes an admission of 10 CPUs
+// into a worker whose ClusterQueue has 4, through the real API.
+func TestQuotaRespectedCatchesAForcedAdmission(t *testing.T) {
+	ctx := context.Background()
+	w := env.Topo.Workers[0]
+	big := workload.NewWorkload("forced", "default").Queue("user-queue").Requests("10", "1Gi").Obj()
+	if err := w.Client.Create(ctx, big); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = w.Client.Delete(ctx, big) }()
+	setStatusOn(t, ctx, w, big, func(wl *kueue.Workload) {
+		wl.Status.Admission = &kueue.Admission{
+			ClusterQueue: kueue.ClusterQueueReference(env.Topo.Spec.Queues.ClusterQueue),
+			PodSetAssignments: []kueue.PodSetAssignment{{
+				Name:          kueue.DefaultPodSetName,
+				Flavors:       map[corev1ResourceName]kueue.ResourceFlavorReference{"cpu": "default-flavor", "memory": "default-flavor"},
+				ResourceUsage: map[corev1ResourceName]resourceQuantity{"cpu": resourceMustParse("10"), "memory": resourceMustParse("1Gi")},
+				Count:         ptr.To[int32](1),
+			}},
+		}
+		apimeta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{
+			Type: kueue.WorkloadQuotaReserved, Status: metav1.ConditionTrue, Reason: "QuotaReserved", Message: "forced by the test",
+		})
+	})
+	observed(t, ctx, w.Name, big.Namespace, big.Name, observe.QuotaReserved)
+	mustFail(t, checker(time.Minute).QuotaRespected(ctx),
+		"QuotaRespected failed", `cluster "`+w.Name+`"`, "cpu at", "over its quota of 4", "default/forced")
 }
 
 func TestFinishedTimesOutWithTheStory(t *testing.T) {

@@ -2,6 +2,9 @@ package observe
 
 import (
 	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+
 	"strings"
 	"time"
 )
@@ -57,6 +60,10 @@ type Event struct {
 	Values []string
 	// Labels of interest at the time (origin, prebuilt-workload-name).
 	Labels map[string]string
+	// Queue and Usage, on QuotaReserved: the ClusterQueue and the resources
+	// the admission charged (status.admission).
+	Queue string
+	Usage corev1.ResourceList
 }
 
 func (e Event) String() string {

@@ -30,6 +30,8 @@ type snapshot struct {
 	jobStatus   string
 	reason      map[Type]string
 	labels      map[string]string
+	queue       string
+	usage       corev1.ResourceList
 }
 
 func condTrue(conds []metav1.Condition, t string) (bool, string) {
@@ -60,6 +62,17 @@ func workloadSnapshot(wl *kueue.Workload) *snapshot {
 		Evicted: kueue.WorkloadEvicted, Finished: kueue.WorkloadFinished,
 	} {
 		s.flags[t], s.reason[t] = condTrue(wl.Status.Conditions, cond)
+	}
+	if adm := wl.Status.Admission; adm != nil {
+		s.queue = string(adm.ClusterQueue)
+		s.usage = corev1.ResourceList{}
+		for _, psa := range adm.PodSetAssignments {
+			for n, q := range psa.ResourceUsage {
+				sum := s.usage[n]
+				sum.Add(q)
+				s.usage[n] = sum
+			}
+		}
 	}
 	s.clusterName = ptr.Deref(wl.Status.ClusterName, "")
 	s.nominated = slices.Clone(wl.Status.NominatedClusterNames)
@@ -128,6 +141,9 @@ func diff(base Event, prev, cur *snapshot) []Event {
 			switch {
 			case cur.flags[p.on] && !prev.flags[p.on]:
 				add(p.on, cur.reason[p.on], nil)
+				if p.on == QuotaReserved {
+					out[len(out)-1].Queue, out[len(out)-1].Usage = cur.queue, cur.usage
+				}
 			case !cur.flags[p.on] && prev.flags[p.on] && p.off != "":
 				add(p.off, "", nil)
 			}

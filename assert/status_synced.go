@@ -1,0 +1,113 @@
+package assert
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/multikueue-testkit/testkit/observe"
+)
+
+// DefaultSyncBound is how long after the remote job's final state the
+// manager's job may take to show it.
+const DefaultSyncBound = 30 * time.Second
+
+// StatusSynced checks that the manager's job status follows the remote job
+// on the worker it ran on: once the remote job started, the manager's job
+// shows a start; once it succeeded or failed, the manager's job reaches the
+// same final state within DefaultSyncBound, with the same active / succeeded
+// / failed counts. It waits (up to Timeout) for both final states.
+//
+// It checks batch/Jobs; it does not compare intermediate counts, which
+// MultiKueue may skip.
+func (c *Checker) StatusSynced(ctx context.Context, job client.Object) error {
+	t, err := c.resolve(ctx, job)
+	if err != nil {
+		return c.fail(ctx, &Failure{Assertion: "StatusSynced", Object: job.GetNamespace() + "/" + job.GetName(),
+			Expected: "a manager Workload for the job", Problems: []string{err.Error()}})
+	}
+	mgr := c.Topo.Manager.Name
+	var remote string
+	waitErr := pollHistory(ctx, c, fmt.Sprintf("the manager Job %s/%s to show the remote job's final state", t.namespace, t.job), func() error {
+		wl, jobs := c.history(t)
+		cycles, _ := cyclesOf(wl, mgr)
+		if len(cycles) == 0 {
+			return fmt.Errorf("%s is not placed yet", t)
+		}
+		remote = cycles[len(cycles)-1].cluster
+		rf, mf := finalOf(jobs, remote), finalOf(jobs, mgr)
+		switch {
+		case rf.typ == "":
+			return fmt.Errorf("the remote Job on %q has not finished", remote)
+		case mf.typ == "":
+			return fmt.Errorf("the manager Job is not %s yet", rf.typ)
+		}
+		return nil
+	})
+	wl, jobs := c.history(t)
+	t0 := firstTime(wl, jobs)
+	var problems []string
+	if remote != "" {
+		rf, mf := finalOf(jobs, remote), finalOf(jobs, mgr)
+		if hasEvent(jobs, remote, observe.JobStarted) && !hasEvent(jobs, mgr, observe.JobStarted) {
+			problems = append(problems, fmt.Sprintf("cluster %q: Job %s/%s never showed a startTime though the remote Job on %q started", mgr, t.namespace, t.job, remote))
+		}
+		switch {
+		case rf.typ == "":
+			problems = append(problems, fmt.Sprintf("cluster %q: the remote Job %s/%s never finished", remote, t.namespace, t.job))
+		case mf.typ == "":
+			problems = append(problems, fmt.Sprintf("cluster %q: Job %s/%s never became %s; the remote Job on %q did at %s", mgr, t.namespace, t.job, rf.typ, remote, rel(rf.at, t0)))
+		default:
+			if mf.typ != rf.typ {
+				problems = append(problems, fmt.Sprintf("cluster %q: Job %s/%s ended %s, the remote Job on %q ended %s", mgr, t.namespace, t.job, mf.typ, remote, rf.typ))
+			}
+			if lag := mf.at.Sub(rf.at); lag > DefaultSyncBound {
+				problems = append(problems, fmt.Sprintf("cluster %q: Job %s/%s showed %s %s after the remote Job (bound %s)", mgr, t.namespace, t.job, mf.typ, lag.Round(time.Millisecond), DefaultSyncBound))
+			}
+			if mf.status != rf.status {
+				problems = append(problems, fmt.Sprintf("cluster %q: final status %q differs from the remote Job's %q on %q", mgr, mf.status, rf.status, remote))
+			}
+		}
+	}
+	if waitErr != nil && len(problems) == 0 {
+		problems = append(problems, waitErr.Error())
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	return c.fail(ctx, &Failure{
+		Assertion: "StatusSynced",
+		Object:    fmt.Sprintf("Job %s/%s", t.namespace, t.job),
+		Expected:  "the manager Job's status to follow the remote Job's and end identical",
+		Problems:  problems,
+		Timeline:  c.timeline(jobs),
+	}, t.refs(c)...)
+}
+
+type final struct {
+	typ    observe.Type
+	at     time.Time
+	status string
+}
+
+// finalOf returns the first final transition of the job on cluster and the
+// last status it recorded before leaving.
+func finalOf(jobs []observe.Event, cluster string) final {
+	var f final
+	for _, e := range jobs {
+		if e.Cluster != cluster {
+			continue
+		}
+		switch e.Type {
+		case observe.JobSucceeded, observe.JobFailed:
+			if f.typ == "" {
+				f.typ, f.at = e.Type, e.Time
+			}
+		case observe.JobStatus:
+			f.status = e.Detail
+		}
+	}
+	return f
+}
