@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"net/http"
 	"sync"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -23,6 +25,9 @@ type Options struct {
 	MaxEventsPerObject int
 	// SyncTimeout bounds the initial informer sync. Default 1 minute.
 	SyncTimeout time.Duration
+	// WrapTransport, when set, wraps the HTTP transport of each cluster's
+	// informers: to count or log the requests the Observer makes.
+	WrapTransport func(cluster string, rt http.RoundTripper) http.RoundTripper
 }
 
 // Observer records the transitions of Workloads, Jobs and MultiKueueClusters
@@ -31,6 +36,7 @@ type Observer struct {
 	clusters []string
 	readers  map[string]client.Reader
 	max      int
+	wrap     func(string, http.RoundTripper) http.RoundTripper
 
 	mu      sync.Mutex
 	records map[objKey]*record
@@ -61,7 +67,7 @@ func Start(ctx context.Context, topo *topology.Topology, opts Options) (*Observe
 	if opts.SyncTimeout <= 0 {
 		opts.SyncTimeout = time.Minute
 	}
-	o := &Observer{readers: map[string]client.Reader{}, records: map[objKey]*record{}, max: opts.MaxEventsPerObject}
+	o := &Observer{readers: map[string]client.Reader{}, records: map[objKey]*record{}, max: opts.MaxEventsPerObject, wrap: opts.WrapTransport}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	o.cancel = cancel
 	context.AfterFunc(ctx, cancel)
@@ -84,7 +90,17 @@ func Start(ctx context.Context, topo *topology.Topology, opts Options) (*Observe
 }
 
 func (o *Observer) watchCluster(ctx context.Context, c *topology.Cluster) error {
-	ch, err := cache.New(c.Config, cache.Options{
+	cfg := rest.CopyConfig(c.Config)
+	if o.wrap != nil {
+		name := c.Name
+		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return o.wrap(name, rt) })
+	}
+	httpClient, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return fmt.Errorf("observe: cluster %q: %w", c.Name, err)
+	}
+	ch, err := cache.New(cfg, cache.Options{
+		HTTPClient:       httpClient,
 		Scheme:           c.Client.Scheme(),
 		Mapper:           c.Client.RESTMapper(),
 		DefaultTransform: cache.TransformStripManagedFields(),

@@ -18,7 +18,12 @@ type Env struct {
 // Observe starts an Observer on topo. Close the Env (not the topology) when
 // done; the topology stays the caller's.
 func Observe(ctx context.Context, topo *topology.Topology) (*Env, error) {
-	obs, err := observe.Start(ctx, topo, observe.Options{})
+	return ObserveWith(ctx, topo, observe.Options{})
+}
+
+// ObserveWith is Observe with Observer options.
+func ObserveWith(ctx context.Context, topo *topology.Topology, opts observe.Options) (*Env, error) {
+	obs, err := observe.Start(ctx, topo, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,121 @@
+package scenario_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+
+	"github.com/multikueue-testkit/testkit/observe"
+	"github.com/multikueue-testkit/testkit/scenario"
+	"github.com/multikueue-testkit/testkit/topology"
+	"github.com/multikueue-testkit/testkit/topology/local"
+	"github.com/multikueue-testkit/testkit/workload"
+)
+
+// requestCounter counts the requests of each cluster's informers.
+type requestCounter struct {
+	mu    sync.Mutex
+	byKey map[string]int
+	total atomic.Int64
+}
+
+func (c *requestCounter) wrap(cluster string, rt http.RoundTripper) http.RoundTripper {
+	return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		c.total.Add(1)
+		c.mu.Lock()
+		verb := "list"
+		if r.URL.Query().Get("watch") == "true" {
+			verb = "watch"
+		}
+		c.byKey[cluster+" "+verb+" "+r.URL.Path]++
+		c.mu.Unlock()
+		return rt.RoundTrip(r)
+	})
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestAssertionCostDoesNotGrowWithWorkloads runs N Jobs through 1 manager +
+// 3 workers (N = $MKTK_COST_WORKLOADS, default 40), then counts the API
+// requests that NoOrphans plus ExactlyOnceAdmitted over all of them issue.
+// Both read the Observer's informer caches, so the count must be zero, and the
+// Observer's own requests must stay at a few lists and watches per kind and
+// cluster, whatever N.
+func TestAssertionCostDoesNotGrowWithWorkloads(t *testing.T) {
+	n := 40
+	if v := os.Getenv("MKTK_COST_WORKLOADS"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n < 1 {
+			t.Fatalf("MKTK_COST_WORKLOADS=%q is not a positive number", v)
+		}
+	}
+	ctx := context.Background()
+	quota := topology.Quota{CPU: strconv.Itoa(n), Memory: strconv.Itoa(n) + "Gi"}
+	topo, err := local.New(ctx, topology.Options{Workers: 3, WorkerQuota: quota}, local.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo.CloseWith(t)
+	counter := &requestCounter{byKey: map[string]int{}}
+	env, err := scenario.ObserveWith(ctx, topo, observe.Options{WrapTransport: counter.wrap})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Close()
+
+	jobs := make([]*batchv1.Job, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 20)
+	for i := range jobs {
+		jobs[i] = workload.NewJob(fmt.Sprintf("cost-%d", i), "default").Queue("user-queue").Requests("100m", "100Mi").RunFor(0).Obj()
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			if err := topo.Manager.Client.Create(ctx, jobs[i]); err != nil {
+				errs[i] = err
+				return
+			}
+			errs[i] = env.Check.Finished(ctx, jobs[i])
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	before := counter.total.Load()
+	start := time.Now()
+	if err := env.Check.NoOrphans(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range jobs {
+		if err := env.Check.ExactlyOnceAdmitted(ctx, j); err != nil {
+			t.Fatal(err)
+		}
+	}
+	spent := counter.total.Load() - before
+	t.Logf("%d finished workloads on 3 workers: NoOrphans + %d x ExactlyOnceAdmitted took %s and issued %d API requests; the Observer issued %d in all since it started:",
+		n, n, time.Since(start).Round(time.Millisecond), spent, before)
+	counter.mu.Lock()
+	for k, v := range counter.byKey {
+		t.Logf("  %3d  %s", v, k)
+		if v > 3 {
+			t.Errorf("%d requests for %s: more than a list and a couple of watches", v, k)
+		}
+	}
+	counter.mu.Unlock()
+	if spent != 0 {
+		t.Errorf("the assertions issued %d API requests; want 0 (they read the informer caches)", spent)
+	}
+}
