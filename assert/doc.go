@@ -13,7 +13,15 @@
 //     assert.For(t, chk).ExactlyOnceAdmitted(ctx, job)   // t.Errorf, returns bool
 //     assert.Require(t, chk).NoOrphans(ctx)               // t.Fatalf
 //
-// From Gomega: Expect(chk.NoOrphans(ctx)).To(Succeed()).
+// From Gomega: Expect(chk.NoOrphans(ctx)).To(Succeed()); from testify:
+// require.NoError(t, chk.NoOrphans(ctx)).
+//
+// The assertions: SetupActive, ExactlyOnceAdmitted, NominationCleared,
+// LosersCleaned, StatusSynced, Finished, QuotaRespected, NoOrphans,
+// ClusterActive / ClusterInactive and DispatchedIncrementally. Each method's
+// comment states what it checks and what it does not. With $ARTIFACTS set, a
+// failure also writes its report and a redacted dump of the objects involved,
+// one file per cluster.
 //
 // Every assertion waits with a deadline (Checker.Timeout) for the state it
 // needs, never sleeps, and on failure names the cluster and the object.

@@ -3,8 +3,8 @@ package observe
 import (
 	"context"
 	"fmt"
-	"slices"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 

@@ -3,9 +3,17 @@ package scenario_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	"github.com/multikueue-testkit/testkit/internal/poll"
+	"github.com/multikueue-testkit/testkit/scenario"
 	"github.com/multikueue-testkit/testkit/topology"
 	"github.com/multikueue-testkit/testkit/topology/local"
 	"github.com/multikueue-testkit/testkit/workload"
@@ -80,4 +88,82 @@ func BenchmarkJobToFinished(b *testing.B) {
 	b.ReportMetric(per, "s/job")
 	b.ReportMetric(per/run.Seconds(), "latency/runtime")
 	b.ReportMetric(0, "ns/op")
+}
+
+// BenchmarkObserverOverhead runs the same batch of Jobs end to end on one
+// topology (1 manager + 3 workers) with an Observer recording every cluster
+// and without one, alternating within each iteration, and reports the ratio
+// of the batch times: the cost of recording history. Without the Observer,
+// completion is detected by listing the manager's Workloads every 250ms.
+//
+//	go test ./scenario -run '^$' -bench ObserverOverhead -benchtime 3x
+func BenchmarkObserverOverhead(b *testing.B) {
+	ctx := context.Background()
+	topo, err := local.New(ctx, topology.Options{Workers: 3}, local.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer topo.Close(ctx)
+	const batch = 10
+	var on, off time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for _, observed := range []bool{false, true} {
+			prefix := fmt.Sprintf("ovh-%d-%t", i, observed)
+			var env *scenario.Env
+			if observed {
+				if env, err = scenario.Observe(ctx, topo); err != nil {
+					b.Fatal(err)
+				}
+			}
+			start := time.Now()
+			jobs := make([]*batchv1.Job, batch)
+			for k := range jobs {
+				jobs[k] = workload.NewJob(fmt.Sprintf("%s-%d", prefix, k), "default").Queue("user-queue").Requests("1", "1Gi").RunFor(time.Second).Obj()
+				if err := topo.Manager.Client.Create(ctx, jobs[k]); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if observed {
+				for _, j := range jobs {
+					if err := env.Check.Finished(ctx, j); err != nil {
+						b.Fatal(err)
+					}
+				}
+				on += time.Since(start)
+				env.Close()
+			} else {
+				if err := waitFinishedByListing(ctx, topo, batch, prefix); err != nil {
+					b.Fatal(err)
+				}
+				off += time.Since(start)
+			}
+		}
+	}
+	b.ReportMetric(off.Seconds()/float64(b.N), "off-s/batch")
+	b.ReportMetric(on.Seconds()/float64(b.N), "on-s/batch")
+	b.ReportMetric(on.Seconds()/off.Seconds(), "on/off")
+	b.ReportMetric(0, "ns/op")
+}
+
+// waitFinishedByListing waits until n manager Workloads of Jobs named
+// prefix-* are Finished, by listing them.
+func waitFinishedByListing(ctx context.Context, topo *topology.Topology, n int, prefix string) error {
+	return poll.UntilEvery(ctx, 5*time.Minute, 250*time.Millisecond, fmt.Sprintf("%d Workloads of %s-* to finish", n, prefix), func(ctx context.Context) error {
+		var wls kueue.WorkloadList
+		if err := topo.Manager.Client.List(ctx, &wls, client.InNamespace("default")); err != nil {
+			return err
+		}
+		done := 0
+		for _, wl := range wls.Items {
+			if len(wl.OwnerReferences) > 0 && strings.HasPrefix(wl.OwnerReferences[0].Name, prefix+"-") &&
+				apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadFinished) {
+				done++
+			}
+		}
+		if done < n {
+			return fmt.Errorf("%d of %d finished", done, n)
+		}
+		return nil
+	})
 }
