@@ -1,0 +1,63 @@
+package observe
+
+import (
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+)
+
+func types(evs []Event) []Type {
+	out := make([]Type, len(evs))
+	for i, e := range evs {
+		out[i] = e.Type
+	}
+	return out
+}
+
+func TestDiffWorkloadTransitions(t *testing.T) {
+	base := Event{Time: time.Unix(0, 0), Cluster: "manager", Kind: KindWorkload, Namespace: "ns", Name: "wl"}
+	wl := &kueue.Workload{}
+	wl.Labels = map[string]string{LabelOrigin: "multikueue", "other": "x"}
+	created := workloadSnapshot(wl)
+	got := diff(base, nil, created)
+	if len(got) != 1 || got[0].Type != Created || got[0].Detail != LabelOrigin+"=multikueue" {
+		t.Fatalf("created: %+v", got)
+	}
+
+	wl.Status.Conditions = []metav1.Condition{{Type: kueue.WorkloadQuotaReserved, Status: metav1.ConditionTrue, Reason: "QuotaReserved"}}
+	wl.Status.NominatedClusterNames = []string{"w1", "w2"}
+	wl.Status.AdmissionChecks = []kueue.AdmissionCheckState{{Name: "mk", State: kueue.CheckStatePending}}
+	reserved := workloadSnapshot(wl)
+	if got := types(diff(base, created, reserved)); len(got) != 3 || got[0] != QuotaReserved || got[1] != Nominated || got[2] != CheckState {
+		t.Fatalf("reserved: %v", got)
+	}
+
+	wl.Status.NominatedClusterNames = nil
+	wl.Status.ClusterName = ptr.To("w2")
+	placed := workloadSnapshot(wl)
+	evs := diff(base, reserved, placed)
+	if got := types(evs); len(got) != 2 || got[0] != Nominated || got[1] != ClusterNameSet || evs[1].Values[0] != "w2" {
+		t.Fatalf("placed: %v", evs)
+	}
+	if evs := diff(base, placed, workloadSnapshot(wl)); len(evs) != 0 {
+		t.Fatalf("an unchanged object made events: %v", evs)
+	}
+	wl.Status.Conditions = nil
+	if got := types(diff(base, placed, workloadSnapshot(wl))); len(got) != 1 || got[0] != QuotaReleased {
+		t.Fatalf("released: %v", got)
+	}
+}
+
+func TestRecordIsBounded(t *testing.T) {
+	o := &Observer{records: map[objKey]*record{}, max: 4}
+	r := &record{last: map[string]*snapshot{}}
+	for i := 0; i < 10; i++ {
+		o.append(r, Event{Detail: string(rune('a' + i))})
+	}
+	if len(r.events) != 4 || r.dropped != 6 || r.events[0].Detail != "g" {
+		t.Fatalf("events %v dropped %d", r.events, r.dropped)
+	}
+}
