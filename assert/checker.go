@@ -85,6 +85,17 @@ func (c *Checker) resolve(ctx context.Context, obj client.Object) (target, error
 	return t, err
 }
 
+// resolveFor is resolve for an assertion: its error is that assertion's
+// failure.
+func (c *Checker) resolveFor(ctx context.Context, assertion string, obj client.Object) (target, error) {
+	t, err := c.resolve(ctx, obj)
+	if err != nil {
+		return t, c.fail(ctx, &Failure{Assertion: assertion, Object: fmt.Sprintf("%T %s/%s", obj, obj.GetNamespace(), obj.GetName()),
+			Expected: "a manager Workload for the job", Problems: []string{err.Error()}})
+	}
+	return t, nil
+}
+
 // history returns the Workload and job events of t.
 func (c *Checker) history(t target) (wl, job []observe.Event) {
 	wl, _ = c.Obs.History(observe.KindWorkload, t.namespace, t.workload)

@@ -33,10 +33,9 @@ import (
 // with the AllAtOnce dispatcher several workers may reserve quota for their
 // copies until MultiKueue picks one; LosersCleaned judges their removal.
 func (c *Checker) ExactlyOnceAdmitted(ctx context.Context, job client.Object) error {
-	t, err := c.resolve(ctx, job)
+	t, err := c.resolveFor(ctx, "ExactlyOnceAdmitted", job)
 	if err != nil {
-		return &Failure{Assertion: "ExactlyOnceAdmitted", Object: fmt.Sprintf("%s/%s", job.GetNamespace(), job.GetName()),
-			Expected: "a manager Workload for the job", Problems: []string{err.Error()}}
+		return err
 	}
 	mgr := c.Topo.Manager.Name
 	waitErr := poll.Until(ctx, c.timeout(), fmt.Sprintf("cluster %q: %s to be placed on a worker with its remote Job", mgr, t), func(context.Context) error {

@@ -13,10 +13,9 @@ import (
 // Finished waits (up to Timeout) until the job's manager Workload is Finished.
 // On timeout the error carries the workload's and job's timelines.
 func (c *Checker) Finished(ctx context.Context, job client.Object) error {
-	t, err := c.resolve(ctx, job)
+	t, err := c.resolveFor(ctx, "Finished", job)
 	if err != nil {
-		return &Failure{Assertion: "Finished", Object: fmt.Sprintf("%s/%s", job.GetNamespace(), job.GetName()),
-			Expected: "a manager Workload for the job", Problems: []string{err.Error()}}
+		return err
 	}
 	mgr := c.Topo.Manager.Name
 	err = pollHistory(ctx, c, fmt.Sprintf("cluster %q: %s to be Finished", mgr, t), func() error {

@@ -22,10 +22,9 @@ const IncrementalRoundSize = 3
 // to Timeout) for the workload to be placed. It does not check the 5-minute
 // round timeout, nor which worker won.
 func (c *Checker) DispatchedIncrementally(ctx context.Context, job client.Object) error {
-	t, err := c.resolve(ctx, job)
+	t, err := c.resolveFor(ctx, "DispatchedIncrementally", job)
 	if err != nil {
-		return c.fail(ctx, &Failure{Assertion: "DispatchedIncrementally", Object: job.GetNamespace() + "/" + job.GetName(),
-			Expected: "a manager Workload for the job", Problems: []string{err.Error()}})
+		return err
 	}
 	waitErr := c.waitPlaced(ctx, t)
 	wl, _ := c.history(t)

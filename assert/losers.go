@@ -32,10 +32,9 @@ func (c *Checker) waitForAdmitted() bool {
 // It does not check the winner's copy (ExactlyOnceAdmitted does) nor the
 // cleanup after the workload finished (NoOrphans does).
 func (c *Checker) LosersCleaned(ctx context.Context, job client.Object) error {
-	t, err := c.resolve(ctx, job)
+	t, err := c.resolveFor(ctx, "LosersCleaned", job)
 	if err != nil {
-		return c.fail(ctx, &Failure{Assertion: "LosersCleaned", Object: job.GetNamespace() + "/" + job.GetName(),
-			Expected: "a manager Workload for the job", Problems: []string{err.Error()}})
+		return err
 	}
 	waitErr := pollHistory(ctx, c, fmt.Sprintf("the losing copies of %s to be deleted", t), func() error {
 		wl, jobs := c.history(t)

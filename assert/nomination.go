@@ -27,10 +27,9 @@ import (
 // check which worker was chosen (ExactlyOnceAdmitted does) nor the rounds of
 // the Incremental dispatcher.
 func (c *Checker) NominationCleared(ctx context.Context, job client.Object) error {
-	t, err := c.resolve(ctx, job)
+	t, err := c.resolveFor(ctx, "NominationCleared", job)
 	if err != nil {
-		return &Failure{Assertion: "NominationCleared", Object: fmt.Sprintf("%s/%s", job.GetNamespace(), job.GetName()),
-			Expected: "a manager Workload for the job", Problems: []string{err.Error()}}
+		return err
 	}
 	mgr := c.Topo.Manager.Name
 	waitErr := c.waitPlaced(ctx, t)

@@ -23,10 +23,9 @@ const DefaultSyncBound = 30 * time.Second
 // It checks batch/Jobs; it does not compare intermediate counts, which
 // MultiKueue may skip.
 func (c *Checker) StatusSynced(ctx context.Context, job client.Object) error {
-	t, err := c.resolve(ctx, job)
+	t, err := c.resolveFor(ctx, "StatusSynced", job)
 	if err != nil {
-		return c.fail(ctx, &Failure{Assertion: "StatusSynced", Object: job.GetNamespace() + "/" + job.GetName(),
-			Expected: "a manager Workload for the job", Problems: []string{err.Error()}})
+		return err
 	}
 	mgr := c.Topo.Manager.Name
 	var remote string

@@ -468,3 +468,27 @@ func TestFailureMessagesAreRedacted(t *testing.T) {
 		t.Fatalf("credentials in a failure message:\n%s", msg)
 	}
 }
+
+// TestFailedJobEndsFailedEverywhere runs a Job whose executor outcome is
+// Failed: the manager Workload finishes, and the manager Job ends Failed with
+// the remote Job's counts.
+func TestFailedJobEndsFailedEverywhere(t *testing.T) {
+	ctx := context.Background()
+	job := workload.NewJob("fails", "default").Queue("user-queue").Requests("1", "1Gi").RunFor(time.Second).Fails().Obj()
+	submit(t, ctx, job)
+	a := assert.For(t, checker(2*time.Minute))
+	a.ExactlyOnceAdmitted(ctx, job)
+	a.Finished(ctx, job)
+	a.StatusSynced(ctx, job)
+	got := &batchv1.Job{}
+	if err := env.Topo.Manager.Client.Get(ctx, client.ObjectKeyFromObject(job), got); err != nil {
+		t.Fatal(err)
+	}
+	failed := false
+	for _, c := range got.Status.Conditions {
+		failed = failed || (c.Type == batchv1.JobFailed && c.Status == "True")
+	}
+	if !failed || got.Status.Failed != 1 {
+		t.Errorf("manager Job status %+v, want Failed with failed=1", got.Status)
+	}
+}

@@ -31,3 +31,21 @@ func hasCreatedOn(evs []observe.Event, cluster string) bool {
 func scenarioObserve(ctx context.Context, topo *topology.Topology) (*scenario.Env, error) {
 	return scenario.Observe(ctx, topo)
 }
+
+// nominations returns the nomination and placement events on the manager of
+// every Workload in namespace ns.
+func nominations(env *scenario.Env, ns string) []observe.Event {
+	var out []observe.Event
+	for _, k := range env.Obs.Objects(observe.KindWorkload) {
+		if k.Namespace != ns {
+			continue
+		}
+		evs, _ := env.Obs.History(observe.KindWorkload, k.Namespace, k.Name)
+		for _, e := range evs {
+			if e.Cluster == env.Topo.Manager.Name && (e.Type == observe.Nominated || e.Type == observe.ClusterNameSet) {
+				out = append(out, e)
+			}
+		}
+	}
+	return out
+}

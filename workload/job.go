@@ -44,7 +44,14 @@ func NewJob(name, namespace string) *JobBuilder {
 func (b *JobBuilder) Queue(q string) *JobBuilder { b.job.Labels[QueueLabel] = q; return b }
 
 // Requests sets the container's CPU and memory requests (quantities; "" skips one).
+// It panics on a quantity that does not parse, as resource.MustParse does.
 func (b *JobBuilder) Requests(cpu, memory string) *JobBuilder {
+	b.job.Spec.Template.Spec.Containers[0].Resources.Requests = requests(cpu, memory)
+	return b
+}
+
+// requests builds a ResourceList from CPU and memory quantities.
+func requests(cpu, memory string) corev1.ResourceList {
 	req := corev1.ResourceList{}
 	if cpu != "" {
 		req[corev1.ResourceCPU] = resource.MustParse(cpu)
@@ -52,8 +59,7 @@ func (b *JobBuilder) Requests(cpu, memory string) *JobBuilder {
 	if memory != "" {
 		req[corev1.ResourceMemory] = resource.MustParse(memory)
 	}
-	b.job.Spec.Template.Spec.Containers[0].Resources.Requests = req
-	return b
+	return req
 }
 
 // Parallelism sets spec.parallelism.

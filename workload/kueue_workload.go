@@ -2,7 +2,6 @@ package workload
 
 import (
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 )
@@ -36,14 +35,7 @@ func (b *WorkloadBuilder) Queue(q string) *WorkloadBuilder {
 
 // Requests sets the container's CPU and memory requests.
 func (b *WorkloadBuilder) Requests(cpu, memory string) *WorkloadBuilder {
-	req := corev1.ResourceList{}
-	if cpu != "" {
-		req[corev1.ResourceCPU] = resource.MustParse(cpu)
-	}
-	if memory != "" {
-		req[corev1.ResourceMemory] = resource.MustParse(memory)
-	}
-	b.wl.Spec.PodSets[0].Template.Spec.Containers[0].Resources.Requests = req
+	b.wl.Spec.PodSets[0].Template.Spec.Containers[0].Resources.Requests = requests(cpu, memory)
 	return b
 }
 

@@ -154,17 +154,7 @@ func (cp *controlPlane) startEtcd(ctx context.Context) error {
 	}
 	url := fmt.Sprintf("http://127.0.0.1:%d/health", cp.etcdPort)
 	hc := &http.Client{Timeout: time.Second}
-	return cp.waitHealthy(ctx, cp.etcd, fmt.Sprintf("cluster %q: etcd to answer %s", cp.cluster, url), func() error {
-		resp, err := hc.Get(url)
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("etcd /health: %s", resp.Status)
-		}
-		return nil
-	})
+	return cp.waitHealthy(ctx, cp.etcd, fmt.Sprintf("cluster %q: etcd to answer %s", cp.cluster, url), func() error { return getOK(hc, url) })
 }
 
 func (cp *controlPlane) startAPIServer(ctx context.Context) error {
@@ -178,17 +168,20 @@ func (cp *controlPlane) startAPIServer(ctx context.Context) error {
 	hc := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: tlsCfg}}
 	defer hc.CloseIdleConnections()
 	url := fmt.Sprintf("https://127.0.0.1:%d/readyz", cp.apiPort)
-	return cp.waitHealthy(ctx, cp.api, fmt.Sprintf("cluster %q: kube-apiserver to answer %s", cp.cluster, url), func() error {
-		resp, err := hc.Get(url)
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("kube-apiserver /readyz: %s", resp.Status)
-		}
-		return nil
-	})
+	return cp.waitHealthy(ctx, cp.api, fmt.Sprintf("cluster %q: kube-apiserver to answer %s", cp.cluster, url), func() error { return getOK(hc, url) })
+}
+
+// getOK returns nil when GET url answers 200.
+func getOK(hc *http.Client, url string) error {
+	resp, err := hc.Get(url)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return nil
 }
 
 // waitHealthy polls healthy until it passes, the process exits (then the

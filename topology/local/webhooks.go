@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
@@ -94,34 +95,31 @@ func registerWebhooks(ctx context.Context, c *topology.Cluster, cfgs webhookConf
 		return admissionv1.WebhookClientConfig{URL: &u, CABundle: caPEM}, true
 	}
 	for _, m := range cfgs.mutating {
-		want := m.DeepCopy()
-		want.Webhooks = nil
-		for _, wh := range m.Webhooks {
-			if cc, ok := clientConfig(wh.ClientConfig.Service); ok {
-				wh.ClientConfig = cc
-				want.Webhooks = append(want.Webhooks, wh)
-			}
-		}
-		obj := &admissionv1.MutatingWebhookConfiguration{}
-		obj.Name = "kueue-" + m.Name
-		if _, err := controllerutil.CreateOrUpdate(ctx, c.Client, obj, func() error { obj.Webhooks = want.Webhooks; return nil }); err != nil {
+		obj := &admissionv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "kueue-" + m.Name}}
+		hooks := pointAt(m.Webhooks, func(w *admissionv1.MutatingWebhook) *admissionv1.WebhookClientConfig { return &w.ClientConfig }, clientConfig)
+		if _, err := controllerutil.CreateOrUpdate(ctx, c.Client, obj, func() error { obj.Webhooks = hooks; return nil }); err != nil {
 			return fmt.Errorf("cluster %q: register MutatingWebhookConfiguration %s: %w", c.Name, obj.Name, err)
 		}
 	}
 	for _, v := range cfgs.validating {
-		want := v.DeepCopy()
-		want.Webhooks = nil
-		for _, wh := range v.Webhooks {
-			if cc, ok := clientConfig(wh.ClientConfig.Service); ok {
-				wh.ClientConfig = cc
-				want.Webhooks = append(want.Webhooks, wh)
-			}
-		}
-		obj := &admissionv1.ValidatingWebhookConfiguration{}
-		obj.Name = "kueue-" + v.Name
-		if _, err := controllerutil.CreateOrUpdate(ctx, c.Client, obj, func() error { obj.Webhooks = want.Webhooks; return nil }); err != nil {
+		obj := &admissionv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "kueue-" + v.Name}}
+		hooks := pointAt(v.Webhooks, func(w *admissionv1.ValidatingWebhook) *admissionv1.WebhookClientConfig { return &w.ClientConfig }, clientConfig)
+		if _, err := controllerutil.CreateOrUpdate(ctx, c.Client, obj, func() error { obj.Webhooks = hooks; return nil }); err != nil {
 			return fmt.Errorf("cluster %q: register ValidatingWebhookConfiguration %s: %w", c.Name, obj.Name, err)
 		}
 	}
 	return nil
+}
+
+// pointAt returns the webhooks that this Kueue serves, each with its client
+// config rewritten by rewrite; cc gives access to a webhook's client config.
+func pointAt[W any](in []W, cc func(*W) *admissionv1.WebhookClientConfig, rewrite func(*admissionv1.ServiceReference) (admissionv1.WebhookClientConfig, bool)) []W {
+	var out []W
+	for _, w := range in {
+		if next, ok := rewrite(cc(&w).Service); ok {
+			*cc(&w) = next
+			out = append(out, w)
+		}
+	}
+	return out
 }
