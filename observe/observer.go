@@ -59,7 +59,9 @@ type record struct {
 }
 
 // Start begins watching every cluster of topo and returns once the informers
-// have synced. Stop it with Stop (it also stops when ctx ends).
+// have synced. ctx bounds the start only, as for a topology: the Observer runs
+// until Stop, so a setup step's short-lived context (Ginkgo's BeforeSuite,
+// for instance) does not end it.
 func Start(ctx context.Context, topo *topology.Topology, opts Options) (*Observer, error) {
 	if opts.MaxEventsPerObject <= 0 {
 		opts.MaxEventsPerObject = 512
@@ -70,7 +72,6 @@ func Start(ctx context.Context, topo *topology.Topology, opts Options) (*Observe
 	o := &Observer{readers: map[string]client.Reader{}, records: map[objKey]*record{}, max: opts.MaxEventsPerObject, wrap: opts.WrapTransport}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	o.cancel = cancel
-	context.AfterFunc(ctx, cancel)
 	for _, c := range topo.Clusters() {
 		o.clusters = append(o.clusters, c.Name)
 		if err := o.watchCluster(runCtx, c); err != nil {
