@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"go.uber.org/zap/zapcore"
 	resourceapi "k8s.io/api/resource/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -71,6 +72,7 @@ type kueueProcess struct {
 	certDir     string
 	webhookPort int
 	batch       time.Duration
+	verbosity   int
 
 	mu     sync.Mutex
 	cancel context.CancelFunc
@@ -218,7 +220,7 @@ func (k *kueueProcess) build(ctx context.Context) (manager.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	logger := zap.New(zap.WriteTo(logf), zap.UseDevMode(false))
+	logger := zap.New(zap.WriteTo(logf), zap.Level(zapcore.Level(-k.verbosity)))
 	options.Logger = logger
 	options.Metrics = metricsserver.Options{BindAddress: "0"}
 	options.HealthProbeBindAddress = "0"

@@ -49,6 +49,13 @@ type Options struct {
 	// ClusterProfileCRD installs the ClusterProfile CRD on the manager even
 	// when the connector does not ask for it.
 	ClusterProfileCRD bool
+	// KueueLogVerbosity is the klog-style V level of each cluster's
+	// kueue.log (Kueue logs most decisions at 2 to 5). Default 0.
+	KueueLogVerbosity int
+	// KeepDir keeps the topology's directory (logs, certificates, etcd data)
+	// after Close, for debugging; its path is printed to Progress. Also set
+	// by MKTK_KEEP_DIR=1. Processes are stopped either way.
+	KeepDir bool
 	// Logger receives what Kueue and controller-runtime log through
 	// controller-runtime's process-global logger (each cluster's own Kueue
 	// log goes to kueue.log in its directory). In-process Kueue needs that
@@ -249,7 +256,7 @@ func (p *Provider) startCluster(ctx context.Context, name string, role topology.
 	}
 	lc.kueue = &kueueProcess{
 		cluster: name, restConfig: cfg, configPath: kueueCfg, logPath: filepath.Join(dir, "kueue.log"),
-		certDir: certDir, webhookPort: port, batch: p.opts.EventsBatchPeriod,
+		certDir: certDir, webhookPort: port, batch: p.opts.EventsBatchPeriod, verbosity: p.opts.KueueLogVerbosity,
 	}
 	if err := lc.kueue.start(ctx); err != nil {
 		return nil, err
@@ -291,7 +298,12 @@ func (p *Provider) Close(context.Context) error {
 	}
 	wg.Wait()
 	if root != "" {
-		errs = append(errs, os.RemoveAll(root))
+		if p.opts.KeepDir || os.Getenv("MKTK_KEEP_DIR") == "1" {
+			_ = os.Remove(filepath.Join(root, ownerPIDFile)) // not stale: kept on purpose
+			fmt.Fprintf(os.Stderr, "local: kept topology directory %s\n", root)
+		} else {
+			errs = append(errs, os.RemoveAll(root))
+		}
 	}
 	return errors.Join(errs...)
 }
