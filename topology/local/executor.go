@@ -65,7 +65,7 @@ func newAgentManager(cluster string, worker bool, cfg *rest.Config, logPath stri
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error { <-ctx.Done(); return logf.Close() })); err != nil {
 		return nil, err
 	}
-	if err := setupOwnerGC(cluster, mgr); err != nil {
+	if err := setupOwnerGC(context.Background(), cluster, mgr); err != nil {
 		return nil, err
 	}
 	if !worker {

@@ -10,8 +10,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 )
@@ -26,27 +28,47 @@ type ownerGC struct {
 	api     client.Reader
 }
 
-func setupOwnerGC(cluster string, mgr manager.Manager) error {
+// ownerUIDIndex indexes Workloads by the UIDs of their owners.
+const ownerUIDIndex = "mktk.ownerUID"
+
+func setupOwnerGC(ctx context.Context, cluster string, mgr manager.Manager) error {
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &kueue.Workload{}, ownerUIDIndex, func(o client.Object) []string {
+		var uids []string
+		for _, ref := range o.GetOwnerReferences() {
+			uids = append(uids, string(ref.UID))
+		}
+		return uids
+	}); err != nil {
+		return err
+	}
 	g := &ownerGC{cluster: cluster, client: mgr.GetClient(), api: mgr.GetAPIReader()}
+	// Owners change only when a Workload is created or its owner deleted:
+	// watch just those, so the uncached owner lookups stay few.
+	onCreate := predicate.Funcs{
+		CreateFunc: func(event.CreateEvent) bool { return true },
+		UpdateFunc: func(event.UpdateEvent) bool { return false },
+		DeleteFunc: func(event.DeleteEvent) bool { return false },
+	}
+	onDelete := predicate.Funcs{
+		CreateFunc: func(event.CreateEvent) bool { return false },
+		UpdateFunc: func(event.UpdateEvent) bool { return false },
+		DeleteFunc: func(event.DeleteEvent) bool { return true },
+	}
 	return ctrl.ControllerManagedBy(mgr).Named("mktk-owner-gc").
-		For(&kueue.Workload{}).
-		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(g.ownedBy)).
+		For(&kueue.Workload{}, ctrl.WithPredicates(onCreate)).
+		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(g.ownedBy), ctrl.WithPredicates(onDelete)).
 		Complete(g)
 }
 
 // ownedBy maps a Job to the Workloads it controls.
 func (g *ownerGC) ownedBy(ctx context.Context, obj client.Object) []reconcile.Request {
 	var wls kueue.WorkloadList
-	if err := g.client.List(ctx, &wls, client.InNamespace(obj.GetNamespace())); err != nil {
+	if err := g.client.List(ctx, &wls, client.InNamespace(obj.GetNamespace()), client.MatchingFields{ownerUIDIndex: string(obj.GetUID())}); err != nil {
 		return nil
 	}
-	var out []reconcile.Request
-	for _, wl := range wls.Items {
-		for _, ref := range wl.OwnerReferences {
-			if ref.UID == obj.GetUID() {
-				out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&wl)})
-			}
-		}
+	out := make([]reconcile.Request, 0, len(wls.Items))
+	for i := range wls.Items {
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&wls.Items[i])})
 	}
 	return out
 }
