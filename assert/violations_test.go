@@ -266,6 +266,10 @@ func TestLosersCleanedCatchesAKeptLoser(t *testing.T) {
 	loser := env.Topo.Worker(otherWorker(winner))
 	kept := workload.NewWorkload(wl.Name, wl.Namespace).Queue("user-queue").Label(observe.LabelOrigin, env.Topo.Spec.Kueue.Origin).Obj()
 	kept.Spec.Active = ptr.To(false) // it just sits there
+	// MultiKueue deletes such a copy as soon as it sees it; a finalizer that
+	// never goes (a stuck controller on the worker) keeps it, which is the
+	// violation.
+	kept.Finalizers = []string{"testkit.multikueue.x-k8s.io/hold"}
 	before := time.Now()
 	if err := loser.Client.Create(ctx, kept); err != nil {
 		t.Fatal(err)
@@ -273,7 +277,11 @@ func TestLosersCleanedCatchesAKeptLoser(t *testing.T) {
 	observedAfter(t, ctx, loser.Name, kept.Namespace, kept.Name, observe.Created, before)
 	mustFail(t, checker(5*time.Second).LosersCleaned(ctx, job),
 		"LosersCleaned failed", `cluster "`+loser.Name+`"`, wl.Name, "was kept after", `"`+winner+`" was selected`)
-	_ = loser.Client.Delete(ctx, kept)
+	if err := loser.Client.Get(ctx, client.ObjectKeyFromObject(kept), kept); err == nil {
+		kept.Finalizers = nil
+		_ = loser.Client.Update(ctx, kept)
+		_ = loser.Client.Delete(ctx, kept)
+	}
 	_ = env.Topo.Manager.Client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground))
 }
 

@@ -22,17 +22,20 @@ const (
 type Type string
 
 const (
-	Created          Type = "Created"
-	Deleted          Type = "Deleted"
-	QuotaReserved    Type = "QuotaReserved"
-	QuotaReleased    Type = "QuotaReleased"
-	Admitted         Type = "Admitted"
-	AdmissionRemoved Type = "AdmissionRemoved"
-	Evicted          Type = "Evicted"
-	Finished         Type = "Finished"
-	Nominated        Type = "NominatedClusterNames"
-	ClusterNameSet   Type = "ClusterName"
-	CheckState       Type = "AdmissionCheck"
+	Created Type = "Created"
+	Deleted Type = "Deleted"
+	// DeletionRequested: deletionTimestamp set, the object still there
+	// (finalizers pending).
+	DeletionRequested Type = "DeletionRequested"
+	QuotaReserved     Type = "QuotaReserved"
+	QuotaReleased     Type = "QuotaReleased"
+	Admitted          Type = "Admitted"
+	AdmissionRemoved  Type = "AdmissionRemoved"
+	Evicted           Type = "Evicted"
+	Finished          Type = "Finished"
+	Nominated         Type = "NominatedClusterNames"
+	ClusterNameSet    Type = "ClusterName"
+	CheckState        Type = "AdmissionCheck"
 	// Job transitions.
 	JobSuspended   Type = "Suspended"
 	JobUnsuspended Type = "Unsuspended"

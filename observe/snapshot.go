@@ -57,6 +57,7 @@ func keptLabels(l map[string]string) map[string]string {
 
 func workloadSnapshot(wl *kueue.Workload) *snapshot {
 	s := &snapshot{flags: map[Type]bool{}, reason: map[Type]string{}, checks: map[string]string{}, labels: keptLabels(wl.Labels)}
+	s.flags[DeletionRequested] = !wl.DeletionTimestamp.IsZero()
 	for t, cond := range map[Type]string{
 		QuotaReserved: kueue.WorkloadQuotaReserved, Admitted: kueue.WorkloadAdmitted,
 		Evicted: kueue.WorkloadEvicted, Finished: kueue.WorkloadFinished,
@@ -84,6 +85,7 @@ func workloadSnapshot(wl *kueue.Workload) *snapshot {
 
 func jobSnapshot(job *batchv1.Job) *snapshot {
 	s := &snapshot{flags: map[Type]bool{}, reason: map[Type]string{}, labels: keptLabels(job.Labels)}
+	s.flags[DeletionRequested] = !job.DeletionTimestamp.IsZero()
 	s.flags[JobSuspended] = ptr.Deref(job.Spec.Suspend, false)
 	s.flags[JobStarted] = job.Status.StartTime != nil
 	for _, c := range job.Status.Conditions {
@@ -133,6 +135,9 @@ func diff(base Event, prev, cur *snapshot) []Event {
 		}
 		add(Created, detail, nil)
 		prev = &snapshot{flags: map[Type]bool{}, checks: map[string]string{}}
+	}
+	if cur.flags[DeletionRequested] && !prev.flags[DeletionRequested] {
+		add(DeletionRequested, "", nil)
 	}
 	switch base.Kind {
 	case KindWorkload:
