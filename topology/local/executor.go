@@ -42,7 +42,7 @@ const jobControllerManagedBy = "kubernetes.io/job-controller"
 // newAgentManager builds the manager of a cluster's stand-ins for what a
 // local topology lacks: the owner garbage collector on every cluster and, on
 // workers, the job executor.
-func newAgentManager(cluster string, worker bool, cfg *rest.Config, logPath string) (manager.Manager, error) {
+func newAgentManager(cluster string, worker bool, cfg *rest.Config, logPath string) (_ manager.Manager, err error) {
 	scheme, err := topology.NewScheme()
 	if err != nil {
 		return nil, err
@@ -51,6 +51,11 @@ func newAgentManager(cluster string, worker bool, cfg *rest.Config, logPath stri
 	if err != nil {
 		return nil, err
 	}
+	defer func() {
+		if err != nil {
+			logf.Close() // the manager that would close it will not run
+		}
+	}()
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
 		Logger:                 zap.New(zap.WriteTo(logf)),
@@ -59,7 +64,6 @@ func newAgentManager(cluster string, worker bool, cfg *rest.Config, logPath stri
 		Controller:             ctrlConfigSkipNameValidation(),
 	})
 	if err != nil {
-		logf.Close()
 		return nil, err
 	}
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error { <-ctx.Done(); return logf.Close() })); err != nil {

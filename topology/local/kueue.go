@@ -201,7 +201,7 @@ func (k *kueueProcess) stopLocked() error {
 // integrations, webhooks and the scheduler. What main.go does and this does
 // not: metrics and health servers, leader election, internal cert management
 // (certificates are ours), the visibility server, provisioning requests.
-func (k *kueueProcess) build(ctx context.Context) (manager.Manager, error) {
+func (k *kueueProcess) build(ctx context.Context) (_ manager.Manager, err error) {
 	scheme, err := kueueScheme()
 	if err != nil {
 		return nil, err
@@ -220,6 +220,11 @@ func (k *kueueProcess) build(ctx context.Context) (manager.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer func() {
+		if err != nil {
+			logf.Close() // the manager that would close it will not run
+		}
+	}()
 	logger := zap.New(zap.WriteTo(logf), zap.Level(zapcore.Level(-k.verbosity)))
 	options.Logger = logger
 	options.Metrics = metricsserver.Options{BindAddress: "0"}
@@ -231,7 +236,6 @@ func (k *kueueProcess) build(ctx context.Context) (manager.Manager, error) {
 
 	mgr, err := ctrl.NewManager(k.restConfig, options)
 	if err != nil {
-		logf.Close()
 		return nil, err
 	}
 	k.server = options.WebhookServer
