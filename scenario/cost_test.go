@@ -68,6 +68,7 @@ func TestAssertionCostDoesNotGrowWithWorkloads(t *testing.T) {
 	}
 	topo.CloseWith(t)
 	counter := &requestCounter{byKey: map[string]int{}}
+	observing := time.Now()
 	env, err := scenario.ObserveWith(ctx, topo, observe.Options{WrapTransport: counter.wrap})
 	if err != nil {
 		t.Fatal(err)
@@ -107,11 +108,14 @@ func TestAssertionCostDoesNotGrowWithWorkloads(t *testing.T) {
 	spent := counter.total.Load() - before
 	t.Logf("%d finished workloads on 3 workers: NoOrphans + %d x ExactlyOnceAdmitted took %s and issued %d API requests; the Observer issued %d in all since it started:",
 		n, n, time.Since(start).Round(time.Millisecond), spent, before)
+	// client-go's reflectors end each watch after 5 to 10 minutes and open a
+	// new one: the Observer's requests grow with time, not with workloads.
+	bound := 2 + int(time.Since(observing)/(5*time.Minute))
 	counter.mu.Lock()
 	for k, v := range counter.byKey {
 		t.Logf("  %3d  %s", v, k)
-		if v > 3 {
-			t.Errorf("%d requests for %s: more than a list and a couple of watches", v, k)
+		if v > bound {
+			t.Errorf("%d requests for %s after %s: more than %d (a watch, re-opened every 5 minutes at most)", v, k, time.Since(observing).Round(time.Second), bound)
 		}
 	}
 	counter.mu.Unlock()
