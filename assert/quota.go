@@ -8,7 +8,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/multikueue-testkit/testkit/observe"
@@ -148,10 +147,8 @@ func (c *Checker) overQuota(cluster string, keys []client.ObjectKey, histories m
 			}
 			slices.Sort(names)
 			problems = append(problems, fmt.Sprintf("cluster %q: ClusterQueue %s admitted %s %s at %s, over its quota of %s, held by %s",
-				cluster, c.Topo.Spec.Queues.ClusterQueue, quantity(u), n, rel(p.at, t0), quantity(limit), strings.Join(names, ", ")))
+				cluster, c.Topo.Spec.Queues.ClusterQueue, u.String(), n, rel(p.at, t0), limit.String(), strings.Join(names, ", ")))
 		}
 	}
 	return problems, involved
 }
-
-func quantity(q resource.Quantity) string { return q.String() }

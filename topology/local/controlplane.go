@@ -244,16 +244,3 @@ func (cp *controlPlane) kubeconfig() ([]byte, error) {
 	cfg.CurrentContext = cp.cluster
 	return clientcmd.Write(*cfg)
 }
-
-// pids returns the running processes' ids, for leak checks.
-func (cp *controlPlane) pids() []int {
-	var out []int
-	for _, p := range []*process{cp.etcd, cp.api} {
-		if p != nil {
-			if pid := p.pid(); pid != 0 {
-				out = append(out, pid)
-			}
-		}
-	}
-	return out
-}

@@ -308,18 +308,6 @@ func (p *Provider) Close(context.Context) error {
 	return errors.Join(errs...)
 }
 
-// PIDs returns the process ids of every etcd and kube-apiserver this provider
-// started and has not yet reaped, for leak checks.
-func (p *Provider) PIDs() []int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	var out []int
-	for _, lc := range p.clusters {
-		out = append(out, lc.cp.pids()...)
-	}
-	return out
-}
-
 // Dir is the provider's temporary directory (logs, certificates, etcd data).
 // It is removed by Close.
 func (p *Provider) Dir() string {
