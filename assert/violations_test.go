@@ -121,6 +121,23 @@ func observedAfter(t *testing.T, ctx context.Context, cluster, ns, name string, 
 	}
 }
 
+// jobObserved waits until the observer has recorded a transition of job on cluster.
+func jobObserved(t *testing.T, ctx context.Context, cluster string, job *batchv1.Job, typ observe.Type) {
+	t.Helper()
+	err := poll.Until(ctx, 30*time.Second, fmt.Sprintf("the observer to record %s of Job %s/%s on %s", typ, job.Namespace, job.Name, cluster), func(context.Context) error {
+		evs, _ := env.Obs.History(observe.KindJob, job.Namespace, job.Name)
+		for _, e := range evs {
+			if e.Cluster == cluster && e.Type == typ {
+				return nil
+			}
+		}
+		return errors.New("not yet")
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 func otherWorker(name string) string {
 	for _, w := range env.Topo.Workers {
 		if w.Name != name {
@@ -291,9 +308,13 @@ func TestLosersCleanedCatchesAKeptLoser(t *testing.T) {
 func TestStatusSyncedCatchesAManagerThatStopsSyncing(t *testing.T) {
 	ctx := context.Background()
 	mgr := env.Topo.Manager
-	job := workload.NewJob("unsynced", "default").Queue("user-queue").Requests("1", "1Gi").RunFor(2 * time.Second).Obj()
+	job := workload.NewJob("unsynced", "default").Queue("user-queue").Requests("1", "1Gi").RunFor(4 * time.Second).Obj()
 	submit(t, ctx, job)
 	_, winner := placedOn(t, ctx, job)
+	// Kueue copies the remote status only into an unsuspended manager Job:
+	// stopping it before the unsuspend would lose the final status for good
+	// (SyncJob skips a suspended Job, then the Workload is finished).
+	jobObserved(t, ctx, mgr.Name, job, observe.JobUnsuspended)
 	if err := mgr.Lifecycle.StopKueue(ctx); err != nil {
 		t.Fatal(err)
 	}
