@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
@@ -26,6 +27,12 @@ type Checker struct {
 	Obs  *observe.Observer
 	// Timeout bounds each wait; default DefaultTimeout.
 	Timeout time.Duration
+	// Since, when set, limits the topology-wide history assertions
+	// (QuotaRespected) to violations from that moment on: tests that share
+	// one topology are each judged on their own time. Earlier events still
+	// count toward state (quota held since before). Per-workload assertions
+	// need no such window: they judge only the workload's current life.
+	Since time.Time
 }
 
 // New returns a Checker with the default timeout.
@@ -44,9 +51,11 @@ func (c *Checker) reader(cluster string) client.Reader { return c.Obs.Reader(clu
 
 // target is a job and its manager Workload.
 type target struct {
-	namespace string
-	job       string // job object name (remote copies share it)
-	workload  string
+	namespace   string
+	job         string // job object name (remote copies share it)
+	workload    string
+	jobUID      types.UID // of the manager's job object; "" if unknown
+	workloadUID types.UID // of the manager Workload; "" if unknown
 }
 
 func (t target) String() string { return fmt.Sprintf("Workload %s/%s", t.namespace, t.workload) }
@@ -55,9 +64,9 @@ func (t target) String() string { return fmt.Sprintf("Workload %s/%s", t.namespa
 // is), waiting for Kueue to create it.
 func (c *Checker) resolve(ctx context.Context, obj client.Object) (target, error) {
 	if wl, ok := obj.(*kueue.Workload); ok {
-		t := target{namespace: wl.Namespace, workload: wl.Name}
+		t := target{namespace: wl.Namespace, workload: wl.Name, workloadUID: wl.UID}
 		for _, o := range wl.OwnerReferences {
-			t.job = o.Name
+			t.job, t.jobUID = o.Name, o.UID
 		}
 		return t, nil
 	}
@@ -79,7 +88,7 @@ func (c *Checker) resolve(ctx context.Context, obj client.Object) (target, error
 		if len(wls.Items) == 0 {
 			return fmt.Errorf("no Workload labelled %s=%s yet", observe.LabelJobUID, uid)
 		}
-		t.workload = wls.Items[0].Name
+		t.workload, t.workloadUID, t.jobUID = wls.Items[0].Name, wls.Items[0].UID, uid
 		return nil
 	})
 	return t, err
@@ -96,13 +105,15 @@ func (c *Checker) resolveFor(ctx context.Context, assertion string, obj client.O
 	return t, nil
 }
 
-// history returns the Workload and job events of t.
+// history returns the Workload and job events of t, of its current life only
+// (see incarnation).
 func (c *Checker) history(t target) (wl, job []observe.Event) {
 	wl, _ = c.Obs.History(observe.KindWorkload, t.namespace, t.workload)
 	if t.job != "" {
 		job, _ = c.Obs.History(observe.KindJob, t.namespace, t.job)
 	}
-	return wl, job
+	in := incarnation{manager: c.Topo.Manager.Name, workloadUID: t.workloadUID, jobUID: t.jobUID, workload: t.workload, skew: c.skew()}
+	return in.filter(wl, job)
 }
 
 func sortEvents(ev []observe.Event) {

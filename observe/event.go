@@ -3,10 +3,11 @@ package observe
 import (
 	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
-
 	"strings"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // Kind of object an event is about.
@@ -55,7 +56,9 @@ type Event struct {
 	Kind      Kind
 	Namespace string
 	Name      string
-	Type      Type
+	// UID of the object: a name can be reused, remote copies have their own.
+	UID  types.UID
+	Type Type
 	// Detail is a short human-readable value: the new clusterName, the
 	// nominated list, a check's state, a condition reason.
 	Detail string

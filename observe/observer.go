@@ -149,7 +149,7 @@ func (o *Observer) observe(cluster string, kind Kind, obj any, deleted bool) {
 		return
 	}
 	key := objKey{kind: kind, namespace: co.GetNamespace(), name: co.GetName()}
-	base := Event{Time: now, Cluster: cluster, Kind: kind, Namespace: key.namespace, Name: key.name}
+	base := Event{Time: now, Cluster: cluster, Kind: kind, Namespace: key.namespace, Name: key.name, UID: co.GetUID()}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	r := o.records[key]
@@ -157,13 +157,16 @@ func (o *Observer) observe(cluster string, kind Kind, obj any, deleted bool) {
 		r = &record{last: map[string]*snapshot{}}
 		o.records[key] = r
 	}
-	if deleted {
-		if r.last[cluster] != nil {
+	gone := func() {
+		if prev := r.last[cluster]; prev != nil {
 			e := base
-			e.Type, e.Labels = Deleted, r.last[cluster].labels
+			e.Type, e.Labels, e.UID = Deleted, prev.labels, prev.uid
 			o.append(r, e)
 		}
 		r.last[cluster] = nil
+	}
+	if deleted {
+		gone()
 		return
 	}
 	var cur *snapshot
@@ -176,6 +179,11 @@ func (o *Observer) observe(cluster string, kind Kind, obj any, deleted bool) {
 		cur = clusterSnapshot(v)
 	default:
 		return
+	}
+	if prev := r.last[cluster]; prev != nil && prev.uid != cur.uid {
+		// Deleted and created again under the same name while the watch
+		// was down (a relist shows only the new object).
+		gone()
 	}
 	for _, e := range diff(base, r.last[cluster], cur) {
 		o.append(r, e)

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 )
@@ -23,6 +24,7 @@ const (
 // snapshot is the little that is kept of an object's last state on one
 // cluster: enough to tell which transitions a new version makes.
 type snapshot struct {
+	uid         types.UID
 	flags       map[Type]bool
 	clusterName string
 	nominated   []string
@@ -57,6 +59,7 @@ func keptLabels(l map[string]string) map[string]string {
 
 func workloadSnapshot(wl *kueue.Workload) *snapshot {
 	s := &snapshot{flags: map[Type]bool{}, reason: map[Type]string{}, checks: map[string]string{}, labels: keptLabels(wl.Labels)}
+	s.uid = wl.UID
 	s.flags[DeletionRequested] = !wl.DeletionTimestamp.IsZero()
 	for t, cond := range map[Type]string{
 		QuotaReserved: kueue.WorkloadQuotaReserved, Admitted: kueue.WorkloadAdmitted,
@@ -85,6 +88,7 @@ func workloadSnapshot(wl *kueue.Workload) *snapshot {
 
 func jobSnapshot(job *batchv1.Job) *snapshot {
 	s := &snapshot{flags: map[Type]bool{}, reason: map[Type]string{}, labels: keptLabels(job.Labels)}
+	s.uid = job.UID
 	s.flags[DeletionRequested] = !job.DeletionTimestamp.IsZero()
 	s.flags[JobSuspended] = ptr.Deref(job.Spec.Suspend, false)
 	s.flags[JobStarted] = job.Status.StartTime != nil
@@ -105,6 +109,7 @@ func jobSnapshot(job *batchv1.Job) *snapshot {
 
 func clusterSnapshot(c *kueue.MultiKueueCluster) *snapshot {
 	s := &snapshot{flags: map[Type]bool{}, reason: map[Type]string{}}
+	s.uid = c.UID
 	cond := apimeta.FindStatusCondition(c.Status.Conditions, kueue.MultiKueueClusterActive)
 	if cond != nil {
 		s.flags[ClusterActive] = cond.Status == metav1.ConditionTrue

@@ -1,15 +1,17 @@
 package observe
 
 import (
+	"strings"
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 )
 
-func types(evs []Event) []Type {
+func typesOf(evs []Event) []Type {
 	out := make([]Type, len(evs))
 	for i, e := range evs {
 		out[i] = e.Type
@@ -31,7 +33,7 @@ func TestDiffWorkloadTransitions(t *testing.T) {
 	wl.Status.NominatedClusterNames = []string{"w1", "w2"}
 	wl.Status.AdmissionChecks = []kueue.AdmissionCheckState{{Name: "mk", State: kueue.CheckStatePending}}
 	reserved := workloadSnapshot(wl)
-	if got := types(diff(base, created, reserved)); len(got) != 3 || got[0] != QuotaReserved || got[1] != Nominated || got[2] != CheckState {
+	if got := typesOf(diff(base, created, reserved)); len(got) != 3 || got[0] != QuotaReserved || got[1] != Nominated || got[2] != CheckState {
 		t.Fatalf("reserved: %v", got)
 	}
 
@@ -39,14 +41,14 @@ func TestDiffWorkloadTransitions(t *testing.T) {
 	wl.Status.ClusterName = ptr.To("w2")
 	placed := workloadSnapshot(wl)
 	evs := diff(base, reserved, placed)
-	if got := types(evs); len(got) != 2 || got[0] != Nominated || got[1] != ClusterNameSet || evs[1].Values[0] != "w2" {
+	if got := typesOf(evs); len(got) != 2 || got[0] != Nominated || got[1] != ClusterNameSet || evs[1].Values[0] != "w2" {
 		t.Fatalf("placed: %v", evs)
 	}
 	if evs := diff(base, placed, workloadSnapshot(wl)); len(evs) != 0 {
 		t.Fatalf("an unchanged object made events: %v", evs)
 	}
 	wl.Status.Conditions = nil
-	if got := types(diff(base, placed, workloadSnapshot(wl))); len(got) != 1 || got[0] != QuotaReleased {
+	if got := typesOf(diff(base, placed, workloadSnapshot(wl))); len(got) != 1 || got[0] != QuotaReleased {
 		t.Fatalf("released: %v", got)
 	}
 }
@@ -59,5 +61,27 @@ func TestRecordIsBounded(t *testing.T) {
 	}
 	if len(r.events) != 4 || r.dropped != 6 || r.events[0].Detail != "g" {
 		t.Fatalf("events %v dropped %d", r.events, r.dropped)
+	}
+}
+
+// A name reused while the watch was down shows up as an update with a new
+// UID: it must read as the old object's deletion and a new creation.
+func TestNewUIDUnderTheSameNameIsANewObject(t *testing.T) {
+	o := &Observer{records: map[objKey]*record{}, max: 64}
+	first := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "j", Namespace: "ns", UID: "uid-1"}}
+	second := first.DeepCopy()
+	second.UID = "uid-2"
+	o.observe("c", KindJob, first, false)
+	o.observe("c", KindJob, second, false)
+	evs, _ := o.History(KindJob, "ns", "j")
+	var got []string
+	for _, e := range evs {
+		if e.Type == Created || e.Type == Deleted {
+			got = append(got, string(e.Type)+"/"+string(e.UID))
+		}
+	}
+	want := []string{"Created/uid-1", "Deleted/uid-1", "Created/uid-2"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("got %v, want %v", got, want)
 	}
 }

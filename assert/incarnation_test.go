@@ -1,0 +1,45 @@
+package assert
+
+import (
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/multikueue-testkit/testkit/observe"
+)
+
+func TestIncarnationKeepsOnlyTheCurrentLife(t *testing.T) {
+	ev := func(ms int, cluster, uid string, typ observe.Type, prebuilt string) observe.Event {
+		e := observe.Event{Time: at(ms), Cluster: cluster, Kind: observe.KindJob, UID: types.UID(uid), Type: typ}
+		if prebuilt != "" {
+			e.Labels = map[string]string{observe.LabelPrebuiltWorkload: prebuilt}
+		}
+		return e
+	}
+	jobs := []observe.Event{
+		ev(0, "m", "job-1", observe.Created, ""),
+		ev(100, "w1", "remote-1", observe.Created, "wl-1"),
+		ev(900, "m", "job-1", observe.Deleted, ""),
+		ev(1000, "m", "job-2", observe.Created, ""),
+		ev(1100, "w1", "remote-1", observe.Deleted, "wl-1"), // the old copy goes late
+		ev(1200, "w2", "remote-2", observe.Created, "wl-2"),
+		ev(1300, "w1", "stray", observe.Created, "wl-1"), // created in this life with a wrong label: kept
+	}
+	in := incarnation{manager: "m", jobUID: "job-2", workload: "wl-2"}
+	_, got := in.filter(nil, jobs)
+	var uids []string
+	for _, e := range got {
+		uids = append(uids, string(e.UID)+"/"+string(e.Type))
+	}
+	want := "job-2/Created remote-2/Created stray/Created"
+	if s := strings.Join(uids, " "); s != want {
+		t.Fatalf("kept %s, want %s", s, want)
+	}
+
+	// Without a known UID nothing is dropped.
+	_, all := incarnation{manager: "m", workload: "wl-2"}.filter(nil, jobs)
+	if len(all) != len(jobs) {
+		t.Fatalf("kept %d of %d events without a UID to go by", len(all), len(jobs))
+	}
+}
