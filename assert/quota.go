@@ -21,8 +21,9 @@ import (
 // on the manager: workloads beyond the manager's quota stay pending there.
 //
 // A reservation counts from QuotaReserved until QuotaReleased, Finished,
-// Evicted or deletion. Quota borrowed through cohorts is not modelled: the
-// topology's ClusterQueues have none. It does not wait.
+// Evicted or deletion. Violations before Checker.Since are not reported.
+// Quota borrowed through cohorts is not modelled: the topology's
+// ClusterQueues have none. It does not wait.
 func (c *Checker) QuotaRespected(ctx context.Context) error {
 	var problems []string
 	keys := c.Obs.Objects(observe.KindWorkload)
@@ -52,7 +53,7 @@ func (c *Checker) QuotaRespected(ctx context.Context) error {
 				held = true
 			case e.Cluster == mgr && (e.Type == observe.QuotaReleased || e.Type == observe.Evicted || e.Type == observe.Deleted):
 				held = false
-			case e.Cluster != mgr && e.Type == observe.Created && e.Labels[observe.LabelOrigin] != "" && !held:
+			case e.Cluster != mgr && e.Type == observe.Created && e.Labels[observe.LabelOrigin] != "" && !held && !e.Time.Before(c.Since):
 				problems = append(problems, fmt.Sprintf("cluster %q: Workload %s was dispatched at %s while it held no quota on the manager", e.Cluster, k, rel(e.Time, t0)))
 				involved = append(involved, h...)
 			}
@@ -136,7 +137,7 @@ func (c *Checker) overQuota(cluster string, keys []client.ObjectKey, histories m
 		}
 		for n, limit := range quota {
 			u := used[n]
-			if u.Cmp(limit) <= 0 || reported[n] {
+			if u.Cmp(limit) <= 0 || reported[n] || p.at.Before(c.Since) {
 				continue
 			}
 			reported[n] = true

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
@@ -48,10 +49,32 @@ func checker(timeout time.Duration) *assert.Checker {
 	return c
 }
 
+// submit creates job on the manager and, when the test ends, deletes it and
+// waits until it is gone, so the next test (or -count=2) starts clean.
 func submit(t *testing.T, ctx context.Context, job *batchv1.Job) {
 	t.Helper()
 	if err := env.Topo.Manager.Client.Create(ctx, job); err != nil {
 		t.Fatal(err)
+	}
+	t.Cleanup(func() { remove(t, ctx, job) })
+}
+
+// remove deletes job from the manager and waits until it is gone.
+func remove(t *testing.T, ctx context.Context, job *batchv1.Job) {
+	t.Helper()
+	mgr := env.Topo.Manager
+	err := poll.Until(ctx, time.Minute, fmt.Sprintf("cluster %q: Job %s/%s to be deleted", mgr.Name, job.Namespace, job.Name), func(ctx context.Context) error {
+		err := mgr.Client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground))
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		return errors.New("still there")
+	})
+	if err != nil {
+		t.Error(err)
 	}
 }
 
@@ -149,9 +172,11 @@ func otherWorker(name string) string {
 
 func TestHealthyRunPassesEveryAssertion(t *testing.T) {
 	ctx := context.Background()
+	c := checker(2 * time.Minute)
+	c.Since = time.Now() // other tests inject violations into the shared topology
 	job := workload.NewJob("healthy", "default").Queue("user-queue").Requests("1", "1Gi").RunFor(time.Second).Obj()
 	submit(t, ctx, job)
-	a := assert.For(t, checker(2*time.Minute))
+	a := assert.For(t, c)
 	a.SetupActive(ctx)
 	a.ExactlyOnceAdmitted(ctx, job)
 	a.NominationCleared(ctx, job)
@@ -164,6 +189,26 @@ func TestHealthyRunPassesEveryAssertion(t *testing.T) {
 	for _, w := range env.Topo.Workers {
 		a.ClusterActive(ctx, w.Name)
 	}
+}
+
+// TestAssertionsJudgeOnlyTheCurrentLife runs a Job to the end, deletes it and
+// submits it again under the same name: the second run is judged on its own
+// events, not on the first run's remote Job.
+func TestAssertionsJudgeOnlyTheCurrentLife(t *testing.T) {
+	ctx := context.Background()
+	first := workload.NewJob("again", "default").Queue("user-queue").Requests("1", "1Gi").RunFor(200 * time.Millisecond).Obj()
+	submit(t, ctx, first)
+	a := assert.For(t, checker(time.Minute))
+	a.Finished(ctx, first)
+	a.StatusSynced(ctx, first)
+	remove(t, ctx, first)
+	second := workload.NewJob("again", "default").Queue("user-queue").Requests("1", "1Gi").RunFor(200 * time.Millisecond).Obj()
+	submit(t, ctx, second)
+	a.ExactlyOnceAdmitted(ctx, second)
+	a.NominationCleared(ctx, second)
+	a.LosersCleaned(ctx, second)
+	a.Finished(ctx, second)
+	a.StatusSynced(ctx, second)
 }
 
 // TestExactlyOnceAdmittedCatchesAShortLivedSecondAdmission gives a second
