@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sync"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -35,6 +37,38 @@ type jobExecutor struct {
 	cluster string
 	client  client.Client
 	now     func() time.Time
+
+	// started keeps each running Job's start to the nanosecond:
+	// status.startTime is stored to the second, which would end a 500 ms
+	// run at once when it started late in a second. After a restart of the
+	// executor it falls back to status.startTime.
+	mu      sync.Mutex
+	started map[types.NamespacedName]start
+}
+
+type start struct {
+	uid types.UID
+	at  time.Time
+}
+
+// startOf returns the precise start of job, or its status.startTime.
+func (e *jobExecutor) startOf(job *batchv1.Job) time.Time {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if s, ok := e.started[client.ObjectKeyFromObject(job)]; ok && s.uid == job.UID {
+		return s.at
+	}
+	return job.Status.StartTime.Time
+}
+
+func (e *jobExecutor) setStart(key types.NamespacedName, s *start) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if s == nil {
+		delete(e.started, key)
+		return
+	}
+	e.started[key] = *s
 }
 
 const jobControllerManagedBy = "kubernetes.io/job-controller"
@@ -75,7 +109,7 @@ func newAgentManager(cluster string, worker bool, cfg *rest.Config, logPath stri
 	if !worker {
 		return mgr, nil
 	}
-	ex := &jobExecutor{cluster: cluster, client: mgr.GetClient(), now: time.Now}
+	ex := &jobExecutor{cluster: cluster, client: mgr.GetClient(), now: time.Now, started: map[types.NamespacedName]start{}}
 	err = ctrl.NewControllerManagedBy(mgr).Named("mktk-job-executor").For(&batchv1.Job{}).Complete(ex)
 	return mgr, err
 }
@@ -84,12 +118,16 @@ func newAgentManager(cluster string, worker bool, cfg *rest.Config, logPath stri
 func (e *jobExecutor) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	job := &batchv1.Job{}
 	if err := e.client.Get(ctx, req.NamespacedName, job); err != nil {
+		if apierrors.IsNotFound(err) {
+			e.setStart(req.NamespacedName, nil)
+		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if job.Spec.ManagedBy != nil && *job.Spec.ManagedBy != jobControllerManagedBy {
 		return reconcile.Result{}, nil // another controller (MultiKueue) owns its status
 	}
 	if finished(job) || !job.DeletionTimestamp.IsZero() {
+		e.setStart(req.NamespacedName, nil)
 		return reconcile.Result{}, nil
 	}
 	if ptr.Deref(job.Spec.Suspend, false) {
@@ -97,6 +135,7 @@ func (e *jobExecutor) Reconcile(ctx context.Context, req reconcile.Request) (rec
 			return reconcile.Result{}, nil
 		}
 		// Suspended while running (evicted): stop the pods.
+		e.setStart(req.NamespacedName, nil)
 		job.Status.Active, job.Status.Ready, job.Status.StartTime = 0, ptr.To[int32](0), nil
 		return reconcile.Result{}, e.update(ctx, job)
 	}
@@ -112,9 +151,10 @@ func (e *jobExecutor) Reconcile(ctx context.Context, req reconcile.Request) (rec
 		if err := e.update(ctx, job); err != nil {
 			return reconcile.Result{}, err
 		}
+		e.setStart(req.NamespacedName, &start{uid: job.UID, at: now})
 		return reconcile.Result{RequeueAfter: dur}, nil
 	}
-	if left := job.Status.StartTime.Add(dur).Sub(now); left > 0 {
+	if left := e.startOf(job).Add(dur).Sub(now); left > 0 {
 		return reconcile.Result{RequeueAfter: left}, nil
 	}
 	t := metav1.Time{Time: now}
