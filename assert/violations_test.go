@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -188,6 +189,24 @@ func TestHealthyRunPassesEveryAssertion(t *testing.T) {
 	a.NoOrphans(ctx)
 	for _, w := range env.Topo.Workers {
 		a.ClusterActive(ctx, w.Name)
+	}
+	// The executor ran the remote Job for its full second (status.startTime
+	// has only second precision, so this is easy to get wrong).
+	var started, succeeded time.Time
+	evs, _ := env.Obs.History(observe.KindJob, job.Namespace, job.Name)
+	for _, e := range evs {
+		if e.Cluster == env.Topo.Manager.Name {
+			continue
+		}
+		switch e.Type {
+		case observe.JobStarted:
+			started = e.Time
+		case observe.JobSucceeded:
+			succeeded = e.Time
+		}
+	}
+	if ran := succeeded.Sub(started); ran < 900*time.Millisecond {
+		t.Errorf("the remote Job ran %s (Started %s, Succeeded %s), want its 1s run duration", ran, started.Format("15:04:05.000"), succeeded.Format("15:04:05.000"))
 	}
 }
 
@@ -394,6 +413,95 @@ func TestStatusSyncedCatchesAManagerThatStopsSyncing(t *testing.T) {
 	restart()
 	if err := checker(time.Minute).StatusSynced(ctx, job); err != nil {
 		t.Fatalf("status did not catch up after the manager's Kueue restarted: %v", err)
+	}
+}
+
+// TestStatusSyncedCatchesKueueDroppingTheFinalStatus reproduces a defect of
+// Kueue v0.17.0's batch/Job MultiKueue adapter, first seen as a CI flake:
+// when the remote Job finishes while the manager's Job is still suspended,
+// SyncJob skips the status copy ("the local job is still suspended"), the
+// manager Workload is finished anyway and the manager's Job never gets the
+// remote's final status. A ValidatingAdmissionPolicy holds back the
+// manager's unsuspend, as a slow or restarting manager would.
+func TestStatusSyncedCatchesKueueDroppingTheFinalStatus(t *testing.T) {
+	ctx := context.Background()
+	mgr := env.Topo.Manager
+	const holdLabel = "testkit.multikueue.x-k8s.io/hold-unsuspend"
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "testkit-hold-unsuspend"},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{"batch"}, APIVersions: []string{"v1"}, Resources: []string{"jobs"}},
+				},
+			}}},
+			MatchConditions: []admissionregistrationv1.MatchCondition{{
+				Name: "held", Expression: fmt.Sprintf("has(object.metadata.labels) && %q in object.metadata.labels", holdLabel),
+			}},
+			Validations: []admissionregistrationv1.Validation{{
+				Expression: "!(oldObject.spec.suspend == true && object.spec.suspend == false)",
+				Message:    "the test holds this Job suspended",
+			}},
+		},
+	}
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "testkit-hold-unsuspend"},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName:        policy.Name,
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+		},
+	}
+	for _, o := range []client.Object{policy, binding} {
+		if err := mgr.Client.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lift := func() {
+		_ = mgr.Client.Delete(ctx, binding)
+		_ = mgr.Client.Delete(ctx, policy)
+	}
+	defer lift()
+
+	// The API server enforces a new policy once its informer has it: probe
+	// with a dry-run unsuspend of a Job Kueue ignores (no queue).
+	probe := workload.NewJob("hold-probe", "default").Label(holdLabel, "true").Obj()
+	if err := mgr.Client.Create(ctx, probe); err != nil {
+		t.Fatal(err)
+	}
+	defer remove(t, ctx, probe)
+	err := poll.Until(ctx, 30*time.Second, fmt.Sprintf("cluster %q: the policy to deny unsuspending Job default/hold-probe", mgr.Name), func(ctx context.Context) error {
+		p := probe.DeepCopy()
+		if err := mgr.Client.Get(ctx, client.ObjectKeyFromObject(probe), p); err != nil {
+			return err
+		}
+		p.Spec.Suspend = ptr.To(false)
+		err := mgr.Client.Update(ctx, p, client.DryRunAll)
+		if err != nil && strings.Contains(err.Error(), "holds this Job suspended") {
+			return nil
+		}
+		return fmt.Errorf("not enforced yet (update: %v)", err)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	job := workload.NewJob("held", "default").Queue("user-queue").Requests("1", "1Gi").RunFor(500 * time.Millisecond).Label(holdLabel, "true").Obj()
+	submit(t, ctx, job)
+	wl, winner := placedOn(t, ctx, job)
+	jobObserved(t, ctx, winner, job, observe.JobSucceeded)
+	observed(t, ctx, mgr.Name, wl.Namespace, wl.Name, observe.Finished)
+	err = checker(5 * time.Second).StatusSynced(ctx, job)
+	if err == nil {
+		t.Fatal("the manager's Job got the final status although it was suspended when the remote Job finished: Kueue no longer has this defect, turn this test around")
+	}
+	mustFail(t, err, "StatusSynced failed", `cluster "manager"`, "Job default/held", "never became Succeeded", `the remote Job on "`+winner+`"`)
+
+	// Not a delay: with the hold lifted the status still never arrives.
+	lift()
+	if err := checker(10*time.Second).StatusSynced(ctx, job); err == nil {
+		t.Fatal("the final status arrived once the hold was lifted: only a delay, not a loss")
 	}
 }
 
