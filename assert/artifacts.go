@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -17,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/multikueue-testkit/testkit/internal/redact"
+	"github.com/multikueue-testkit/testkit/observe"
 )
 
 // EnvArtifacts names the directory where failed assertions write their
@@ -29,13 +29,15 @@ type objRef struct {
 	obj     client.Object // typed, with namespace and name set
 }
 
-// refs returns the Workload and the batch Job of t on every cluster.
+// refs returns the Workload and the job object of t on every cluster.
 func (t target) refs(c *Checker) []objRef {
 	var out []objRef
 	for _, cl := range c.Topo.Clusters() {
 		out = append(out, objRef{cl.Name, &kueue.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: t.namespace, Name: t.workload}}})
-		if t.job != "" {
-			out = append(out, objRef{cl.Name, &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: t.namespace, Name: t.job}}})
+		if job, err := observe.NewJobObject(t.jobKind); err == nil && t.job != "" {
+			job.SetNamespace(t.namespace)
+			job.SetName(t.job)
+			out = append(out, objRef{cl.Name, job})
 		}
 	}
 	return out

@@ -52,7 +52,8 @@ func (c *Checker) reader(cluster string) client.Reader { return c.Obs.Reader(clu
 // target is a job and its manager Workload.
 type target struct {
 	namespace   string
-	job         string // job object name (remote copies share it)
+	job         string       // job object name (remote copies share it)
+	jobKind     observe.Kind // KindJob, KindJobSet, ...
 	workload    string
 	jobUID      types.UID // of the manager's job object; "" if unknown
 	workloadUID types.UID // of the manager Workload; "" if unknown
@@ -60,17 +61,26 @@ type target struct {
 
 func (t target) String() string { return fmt.Sprintf("Workload %s/%s", t.namespace, t.workload) }
 
+// jobRef names the job object: "Job default/sample".
+func (t target) jobRef() string { return fmt.Sprintf("%s %s/%s", t.jobKind, t.namespace, t.job) }
+
 // resolve finds the manager Workload of a job object (or takes a Workload as
 // is), waiting for Kueue to create it.
 func (c *Checker) resolve(ctx context.Context, obj client.Object) (target, error) {
 	if wl, ok := obj.(*kueue.Workload); ok {
 		t := target{namespace: wl.Namespace, workload: wl.Name, workloadUID: wl.UID}
 		for _, o := range wl.OwnerReferences {
-			t.job, t.jobUID = o.Name, o.UID
+			if k := observe.Kind(o.Kind); observe.IsJobKind(k) {
+				t.job, t.jobUID, t.jobKind = o.Name, o.UID, k
+			}
 		}
 		return t, nil
 	}
-	t := target{namespace: obj.GetNamespace(), job: obj.GetName()}
+	kind, ok := observe.JobKindOf(obj)
+	if !ok {
+		return target{}, fmt.Errorf("%T %s/%s is neither a Workload nor a job kind the Observer knows (Job, JobSet, RayJob)", obj, obj.GetNamespace(), obj.GetName())
+	}
+	t := target{namespace: obj.GetNamespace(), job: obj.GetName(), jobKind: kind}
 	mgr := c.Topo.Manager.Name
 	err := poll.Until(ctx, c.timeout(), fmt.Sprintf("cluster %q: the Workload of %T %s/%s", mgr, obj, t.namespace, t.job), func(ctx context.Context) error {
 		uid := obj.GetUID()
@@ -110,7 +120,7 @@ func (c *Checker) resolveFor(ctx context.Context, assertion string, obj client.O
 func (c *Checker) history(t target) (wl, job []observe.Event) {
 	wl, _ = c.Obs.History(observe.KindWorkload, t.namespace, t.workload)
 	if t.job != "" {
-		job, _ = c.Obs.History(observe.KindJob, t.namespace, t.job)
+		job, _ = c.Obs.History(t.jobKind, t.namespace, t.job)
 	}
 	in := incarnation{manager: c.Topo.Manager.Name, workloadUID: t.workloadUID, jobUID: t.jobUID, workload: t.workload, skew: c.skew()}
 	return in.filter(wl, job)

@@ -46,7 +46,7 @@ func (c *Checker) ExactlyOnceAdmitted(ctx context.Context, job client.Object) er
 		}
 		last := cycles[len(cycles)-1]
 		if !hasEvent(jobs, last.cluster, observe.Created) && !hasEvent(wl, mgr, observe.Finished) {
-			return fmt.Errorf("cluster %q: no remote Job %s/%s yet", last.cluster, t.namespace, t.job)
+			return fmt.Errorf("cluster %q: no remote %s yet", last.cluster, t.jobRef())
 		}
 		return nil
 	})
@@ -108,11 +108,11 @@ func (c *Checker) judgeCycles(t target, cycles []cycle, wl, jobs []observe.Event
 		}
 		switch {
 		case in == nil:
-			problems = append(problems, fmt.Sprintf("cluster %q: remote Job %s/%s created at %s while no worker was selected", e.Cluster, t.namespace, t.job, rel(e.Time, t0)))
+			problems = append(problems, fmt.Sprintf("cluster %q: remote %s created at %s while no worker was selected", e.Cluster, t.jobRef(), rel(e.Time, t0)))
 		case in.cluster != e.Cluster:
-			problems = append(problems, fmt.Sprintf("cluster %q: remote Job %s/%s created at %s while the workload was placed on %q", e.Cluster, t.namespace, t.job, rel(e.Time, t0), in.cluster))
+			problems = append(problems, fmt.Sprintf("cluster %q: remote %s created at %s while the workload was placed on %q", e.Cluster, t.jobRef(), rel(e.Time, t0), in.cluster))
 		case e.Labels[observe.LabelPrebuiltWorkload] != t.workload:
-			problems = append(problems, fmt.Sprintf("cluster %q: remote Job %s/%s has %s=%q, want %q", e.Cluster, t.namespace, t.job, observe.LabelPrebuiltWorkload, e.Labels[observe.LabelPrebuiltWorkload], t.workload))
+			problems = append(problems, fmt.Sprintf("cluster %q: remote %s has %s=%q, want %q", e.Cluster, t.jobRef(), observe.LabelPrebuiltWorkload, e.Labels[observe.LabelPrebuiltWorkload], t.workload))
 		}
 	}
 	return problems

@@ -14,7 +14,7 @@ import (
 
 // env is one topology shared by this package's tests: 1 manager + 2 workers
 // with MultiKueue garbage collection off, so that injected strays stay until
-// a test removes them. Tests run one after another and leave it healthy.
+// a test removes them, and the JobSet integration on (so JobSets are watched). Tests run one after another and leave it healthy.
 var env *scenario.Env
 
 func TestMain(m *testing.M) { os.Exit(run(m)) }
@@ -22,7 +22,10 @@ func TestMain(m *testing.M) { os.Exit(run(m)) }
 func run(m *testing.M) int {
 	ctx := context.Background()
 	off := time.Duration(0)
-	topo, err := local.New(ctx, topology.Options{Workers: 2, Kueue: topology.KueueOptions{GCInterval: &off}}, local.Options{})
+	topo, err := local.New(ctx, topology.Options{Workers: 2, Kueue: topology.KueueOptions{
+		GCInterval:   &off,
+		Integrations: []string{topology.IntegrationBatchJob, topology.IntegrationJobSet},
+	}}, local.Options{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "assert tests: topology:", err)
 		return 1

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -39,8 +37,9 @@ func (c *Checker) NoOrphansGrace() time.Duration {
 // orphan, its cluster and its age.
 //
 // Reads come from the Observer's caches: the check costs no API requests,
-// whatever the number of workloads. It checks batch/Jobs and Workloads; other
-// job kinds are not listed.
+// whatever the number of workloads. It checks Workloads and the job kinds the
+// Observer watches (batch/Job; JobSet and RayJob when their integration is
+// on).
 func (c *Checker) NoOrphans(ctx context.Context) error {
 	var orphans []string
 	grace := c.NoOrphansGrace()
@@ -90,23 +89,13 @@ func (c *Checker) orphans(ctx context.Context) ([]string, error) {
 				out = append(out, fmt.Sprintf("cluster %q: Workload %s/%s (age %s): %s", w.Name, wl.Namespace, wl.Name, age(now, wl), why))
 			}
 		}
-		var jobs batchv1.JobList
-		if err := r.List(ctx, &jobs); err != nil {
-			return nil, fmt.Errorf("cluster %q: list Jobs: %w", w.Name, err)
-		}
-		for i := range jobs.Items {
-			j := &jobs.Items[i]
-			_, hasOrigin := j.Labels[observe.LabelOrigin]
-			_, hasPrebuilt := j.Labels[observe.LabelPrebuiltWorkload]
-			if !hasOrigin && !hasPrebuilt {
-				continue
-			}
-			live, why, err := liveJob(ctx, mgr, client.ObjectKeyFromObject(j))
+		for _, kind := range c.Obs.JobKinds() {
+			found, err := jobOrphans(ctx, mgr, r, kind)
 			if err != nil {
-				return nil, err
+				return nil, fmt.Errorf("cluster %q: %w", w.Name, err)
 			}
-			if !live {
-				out = append(out, fmt.Sprintf("cluster %q: Job %s/%s (age %s): %s", w.Name, j.Namespace, j.Name, age(now, j), why))
+			for _, o := range found {
+				out = append(out, fmt.Sprintf("cluster %q: %s %s/%s (age %s): %s", w.Name, kind, o.obj.GetNamespace(), o.obj.GetName(), age(now, o.obj), o.why))
 			}
 		}
 	}
@@ -131,18 +120,65 @@ func liveWorkload(ctx context.Context, r client.Reader, key client.ObjectKey) (b
 	return true, "", nil
 }
 
-func liveJob(ctx context.Context, r client.Reader, key client.ObjectKey) (bool, string, error) {
-	j := &batchv1.Job{}
-	if err := r.Get(ctx, key, j); err != nil {
+type orphan struct {
+	obj client.Object
+	why string
+}
+
+// jobOrphans lists the job objects of kind on a worker that MultiKueue
+// created (origin or prebuilt-workload-name label) and whose manager object
+// is gone or finished.
+func jobOrphans(ctx context.Context, mgr, worker client.Reader, kind observe.Kind) ([]orphan, error) {
+	list, err := observe.NewJobList(kind)
+	if err != nil {
+		return nil, err
+	}
+	if err := worker.List(ctx, list); err != nil {
+		return nil, fmt.Errorf("list %ss: %w", kind, err)
+	}
+	items, err := apimeta.ExtractList(list)
+	if err != nil {
+		return nil, err
+	}
+	var out []orphan
+	for _, item := range items {
+		o, ok := item.(client.Object)
+		if !ok {
+			continue
+		}
+		_, hasOrigin := o.GetLabels()[observe.LabelOrigin]
+		_, hasPrebuilt := o.GetLabels()[observe.LabelPrebuiltWorkload]
+		if !hasOrigin && !hasPrebuilt {
+			continue
+		}
+		live, why, err := liveJob(ctx, mgr, kind, client.ObjectKeyFromObject(o))
+		if err != nil {
+			return nil, err
+		}
+		if !live {
+			out = append(out, orphan{o, why})
+		}
+	}
+	return out, nil
+}
+
+func liveJob(ctx context.Context, r client.Reader, kind observe.Kind, key client.ObjectKey) (bool, string, error) {
+	obj, err := observe.NewJobObject(kind)
+	if err != nil {
+		return false, "", err
+	}
+	if err := r.Get(ctx, key, obj); err != nil {
 		if apierrors.IsNotFound(err) {
-			return false, "no Job of that name on the manager", nil
+			return false, fmt.Sprintf("no %s of that name on the manager", kind), nil
 		}
 		return false, "", err
 	}
-	for _, cond := range j.Status.Conditions {
-		if (cond.Type == batchv1.JobComplete || cond.Type == batchv1.JobFailed) && cond.Status == corev1.ConditionTrue {
-			return false, "the manager Job is " + string(cond.Type), nil
-		}
+	st, _ := observe.JobStateOf(obj)
+	switch {
+	case st.Succeeded:
+		return false, fmt.Sprintf("the manager %s succeeded", kind), nil
+	case st.Failed:
+		return false, fmt.Sprintf("the manager %s failed", kind), nil
 	}
 	return true, "", nil
 }

@@ -17,11 +17,13 @@ const DefaultSyncBound = 30 * time.Second
 // StatusSynced checks that the manager's job status follows the remote job
 // on the worker it ran on: once the remote job started, the manager's job
 // shows a start; once it succeeded or failed, the manager's job reaches the
-// same final state within DefaultSyncBound, with the same active / succeeded
-// / failed counts. It waits (up to Timeout) for both final states.
+// same final state within DefaultSyncBound, with the same final status
+// summary (observe.JobState.Summary: active / succeeded / failed counts for a
+// Job, restarts and terminal state for a JobSet, deployment and job status
+// for a RayJob). It waits (up to Timeout) for both final states.
 //
-// It checks batch/Jobs; it does not compare intermediate counts, which
-// MultiKueue may skip.
+// It does not compare intermediate counts, which MultiKueue may skip. Only
+// batch/Jobs run on the local topology (no JobSet or Ray controller there).
 func (c *Checker) StatusSynced(ctx context.Context, job client.Object) error {
 	t, err := c.resolveFor(ctx, "StatusSynced", job)
 	if err != nil {
@@ -29,7 +31,7 @@ func (c *Checker) StatusSynced(ctx context.Context, job client.Object) error {
 	}
 	mgr := c.Topo.Manager.Name
 	var remote string
-	waitErr := pollHistory(ctx, c, fmt.Sprintf("the manager Job %s/%s to show the remote job's final state", t.namespace, t.job), func() error {
+	waitErr := pollHistory(ctx, c, fmt.Sprintf("the manager %s to show the remote one's final state", t.jobRef()), func() error {
 		wl, jobs := c.history(t)
 		cycles, _ := cyclesOf(wl, mgr)
 		if len(cycles) == 0 {
@@ -39,9 +41,9 @@ func (c *Checker) StatusSynced(ctx context.Context, job client.Object) error {
 		rf, mf := finalOf(jobs, remote), finalOf(jobs, mgr)
 		switch {
 		case rf.typ == "":
-			return fmt.Errorf("the remote Job on %q has not finished", remote)
+			return fmt.Errorf("the remote %s on %q has not finished", t.jobKind, remote)
 		case mf.typ == "":
-			return fmt.Errorf("the manager Job is not %s yet", rf.typ)
+			return fmt.Errorf("the manager %s is not %s yet", t.jobKind, rf.typ)
 		}
 		return nil
 	})
@@ -51,22 +53,22 @@ func (c *Checker) StatusSynced(ctx context.Context, job client.Object) error {
 	if remote != "" {
 		rf, mf := finalOf(jobs, remote), finalOf(jobs, mgr)
 		if hasEvent(jobs, remote, observe.JobStarted) && !hasEvent(jobs, mgr, observe.JobStarted) {
-			problems = append(problems, fmt.Sprintf("cluster %q: Job %s/%s never showed a startTime though the remote Job on %q started", mgr, t.namespace, t.job, remote))
+			problems = append(problems, fmt.Sprintf("cluster %q: %s never showed a start though the remote %s on %q started", mgr, t.jobRef(), t.jobKind, remote))
 		}
 		switch {
 		case rf.typ == "":
-			problems = append(problems, fmt.Sprintf("cluster %q: the remote Job %s/%s never finished", remote, t.namespace, t.job))
+			problems = append(problems, fmt.Sprintf("cluster %q: the remote %s never finished", remote, t.jobRef()))
 		case mf.typ == "":
-			problems = append(problems, fmt.Sprintf("cluster %q: Job %s/%s never became %s; the remote Job on %q did at %s", mgr, t.namespace, t.job, rf.typ, remote, rel(rf.at, t0)))
+			problems = append(problems, fmt.Sprintf("cluster %q: %s never became %s; the remote %s on %q did at %s", mgr, t.jobRef(), rf.typ, t.jobKind, remote, rel(rf.at, t0)))
 		default:
 			if mf.typ != rf.typ {
-				problems = append(problems, fmt.Sprintf("cluster %q: Job %s/%s ended %s, the remote Job on %q ended %s", mgr, t.namespace, t.job, mf.typ, remote, rf.typ))
+				problems = append(problems, fmt.Sprintf("cluster %q: %s ended %s, the remote %s on %q ended %s", mgr, t.jobRef(), mf.typ, t.jobKind, remote, rf.typ))
 			}
 			if lag := mf.at.Sub(rf.at); lag > DefaultSyncBound {
-				problems = append(problems, fmt.Sprintf("cluster %q: Job %s/%s showed %s %s after the remote Job (bound %s)", mgr, t.namespace, t.job, mf.typ, lag.Round(time.Millisecond), DefaultSyncBound))
+				problems = append(problems, fmt.Sprintf("cluster %q: %s showed %s %s after the remote one (bound %s)", mgr, t.jobRef(), mf.typ, lag.Round(time.Millisecond), DefaultSyncBound))
 			}
 			if mf.status != rf.status {
-				problems = append(problems, fmt.Sprintf("cluster %q: final status %q differs from the remote Job's %q on %q", mgr, mf.status, rf.status, remote))
+				problems = append(problems, fmt.Sprintf("cluster %q: final status %q differs from the remote one's %q on %q", mgr, mf.status, rf.status, remote))
 			}
 		}
 	}
@@ -78,7 +80,7 @@ func (c *Checker) StatusSynced(ctx context.Context, job client.Object) error {
 	}
 	return c.fail(ctx, &Failure{
 		Assertion: "StatusSynced",
-		Object:    fmt.Sprintf("Job %s/%s", t.namespace, t.job),
+		Object:    t.jobRef(),
 		Expected:  "the manager Job's status to follow the remote Job's and end identical",
 		Problems:  problems,
 		Timeline:  c.timeline(jobs),

@@ -80,12 +80,12 @@ func remove(t *testing.T, ctx context.Context, job *batchv1.Job) {
 }
 
 // placedOn returns the manager Workload of job and the worker it was placed on.
-func placedOn(t *testing.T, ctx context.Context, job *batchv1.Job) (*kueue.Workload, string) {
+func placedOn(t *testing.T, ctx context.Context, job client.Object) (*kueue.Workload, string) {
 	t.Helper()
 	var wl kueue.Workload
 	err := poll.Until(ctx, time.Minute, "the Workload to get a clusterName", func(ctx context.Context) error {
 		var wls kueue.WorkloadList
-		if err := env.Topo.Manager.Client.List(ctx, &wls, client.InNamespace(job.Namespace), client.MatchingLabels{observe.LabelJobUID: string(job.UID)}); err != nil {
+		if err := env.Topo.Manager.Client.List(ctx, &wls, client.InNamespace(job.GetNamespace()), client.MatchingLabels{observe.LabelJobUID: string(job.GetUID())}); err != nil {
 			return err
 		}
 		if len(wls.Items) == 0 || wls.Items[0].Status.ClusterName == nil {
@@ -208,6 +208,40 @@ func TestHealthyRunPassesEveryAssertion(t *testing.T) {
 	if ran := succeeded.Sub(started); ran < 900*time.Millisecond {
 		t.Errorf("the remote Job ran %s (Started %s, Succeeded %s), want its 1s run duration", ran, started.Format("15:04:05.000"), succeeded.Format("15:04:05.000"))
 	}
+}
+
+// TestJobSetIsJudgedLikeAJob dispatches a JobSet (the local topology runs
+// no JobSet controller, so it is placed but does not run): the per-workload
+// assertions follow the JobSet's own remote copy.
+func TestJobSetIsJudgedLikeAJob(t *testing.T) {
+	ctx := context.Background()
+	js := workload.NewJobSet("placed", "default").Queue("user-queue").Requests("1", "1Gi").Obj()
+	mgr := env.Topo.Manager
+	if err := mgr.Client.Create(ctx, js); err != nil {
+		t.Fatal(err)
+	}
+	wl, _ := placedOn(t, ctx, js)
+	a := assert.For(t, checker(time.Minute))
+	a.ExactlyOnceAdmitted(ctx, js)
+	a.NominationCleared(ctx, js)
+	a.LosersCleaned(ctx, js)
+	evs, _ := env.Obs.History(observe.KindJobSet, js.Namespace, js.Name)
+	var remote []string
+	for _, e := range evs {
+		if e.Type == observe.Created && e.Cluster != env.Topo.Manager.Name {
+			remote = append(remote, e.Cluster+" "+e.Detail)
+		}
+	}
+	if len(remote) != 1 || !strings.Contains(remote[0], observe.LabelPrebuiltWorkload) {
+		t.Errorf("want one remote JobSet with %s, the observer saw %v", observe.LabelPrebuiltWorkload, remote)
+	}
+	// Deleting the JobSet deletes its Workload (the local owner GC follows
+	// JobSets too), and MultiKueue then its remote copies.
+	if err := mgr.Client.Delete(ctx, js, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
+		t.Fatal(err)
+	}
+	observed(t, ctx, mgr.Name, wl.Namespace, wl.Name, observe.Deleted)
+	a.NoOrphans(ctx)
 }
 
 // TestAssertionsJudgeOnlyTheCurrentLife runs a Job to the end, deletes it and
@@ -487,12 +521,12 @@ func TestStatusSyncedCatchesKueueDroppingTheFinalStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	job := workload.NewJob("held", "default").Queue("user-queue").Requests("1", "1Gi").RunFor(500 * time.Millisecond).Label(holdLabel, "true").Obj()
+	job := workload.NewJob("held", "default").Queue("user-queue").Requests("1", "1Gi").RunFor(500*time.Millisecond).Label(holdLabel, "true").Obj()
 	submit(t, ctx, job)
 	wl, winner := placedOn(t, ctx, job)
 	jobObserved(t, ctx, winner, job, observe.JobSucceeded)
 	observed(t, ctx, mgr.Name, wl.Namespace, wl.Name, observe.Finished)
-	err = checker(5 * time.Second).StatusSynced(ctx, job)
+	err = checker(5*time.Second).StatusSynced(ctx, job)
 	if err == nil {
 		t.Fatal("the manager's Job got the final status although it was suspended when the remote Job finished: Kueue no longer has this defect, turn this test around")
 	}
@@ -552,15 +586,17 @@ func TestNoOrphansNamesStrayRemoteCopies(t *testing.T) {
 	origin := env.Topo.Spec.Kueue.Origin
 	stray := workload.NewWorkload("stray-wl", "default").Queue("user-queue").Requests("1", "1Gi").Label(observe.LabelOrigin, origin).Obj()
 	job := workload.NewJob("stray-job", "default").Label(observe.LabelOrigin, origin).Label(observe.LabelPrebuiltWorkload, "stray-wl").Obj()
-	for _, o := range []client.Object{stray, job} {
+	js := workload.NewJobSet("stray-jobset", "default").Label(observe.LabelOrigin, origin).Obj()
+	for _, o := range []client.Object{stray, job, js} {
 		if err := w.Client.Create(ctx, o); err != nil {
 			t.Fatal(err)
 		}
 	}
 	mustFail(t, checker(time.Minute).NoOrphans(ctx),
 		"NoOrphans failed", `cluster "`+w.Name+`": Workload default/stray-wl (age`, `cluster "`+w.Name+`": Job default/stray-job (age`,
-		"no Workload of that name on the manager", "no Job of that name on the manager")
-	for _, o := range []client.Object{stray, job} {
+		`cluster "`+w.Name+`": JobSet default/stray-jobset (age`,
+		"no Workload of that name on the manager", "no Job of that name on the manager", "no JobSet of that name on the manager")
+	for _, o := range []client.Object{stray, job, js} {
 		_ = w.Client.Delete(ctx, o, client.PropagationPolicy(metav1.DeletePropagationBackground))
 	}
 }

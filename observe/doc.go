@@ -1,11 +1,12 @@
 // Package observe records what happens on every cluster of a topology.
 //
-// An Observer watches Workloads, batch Jobs and (on the manager)
+// An Observer watches Workloads, job objects (batch Jobs; JobSets and RayJobs
+// when their Kueue integration is on) and (on the manager)
 // MultiKueueClusters on each cluster through informers, and turns every change
 // into transitions with a timestamp and the cluster's name: quota reserved,
 // admitted, evicted, finished, deleted, nominatedClusterNames and clusterName
-// changes, admission-check states, remote copies created and deleted, Job
-// status changes, MultiKueueCluster Active changes. Assertions judge this
+// changes, admission-check states, remote copies created and deleted (each
+// with its UID, so a reused name is a new object), job status changes, MultiKueueCluster Active changes. Assertions judge this
 // history, so a violation that lasts 300 ms is still seen after it is gone.
 //
 // Memory is bounded: the Observer keeps, per object, its last state on each

@@ -15,7 +15,6 @@ type Kind string
 
 const (
 	KindWorkload          Kind = "Workload"
-	KindJob               Kind = "Job"
 	KindMultiKueueCluster Kind = "MultiKueueCluster"
 )
 

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -34,6 +33,7 @@ type Options struct {
 // on every cluster of a topology. It is safe for concurrent use.
 type Observer struct {
 	clusters []string
+	jobKinds []Kind
 	readers  map[string]client.Reader
 	max      int
 	wrap     func(string, http.RoundTripper) http.RoundTripper
@@ -69,7 +69,10 @@ func Start(ctx context.Context, topo *topology.Topology, opts Options) (*Observe
 	if opts.SyncTimeout <= 0 {
 		opts.SyncTimeout = time.Minute
 	}
-	o := &Observer{readers: map[string]client.Reader{}, records: map[objKey]*record{}, max: opts.MaxEventsPerObject, wrap: opts.WrapTransport}
+	o := &Observer{
+		readers: map[string]client.Reader{}, records: map[objKey]*record{}, max: opts.MaxEventsPerObject, wrap: opts.WrapTransport,
+		jobKinds: JobKindsFor(topo.Spec.Kueue.Integrations),
+	}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	o.cancel = cancel
 	for _, c := range topo.Clusters() {
@@ -110,15 +113,20 @@ func (o *Observer) watchCluster(ctx context.Context, c *topology.Cluster) error 
 		return fmt.Errorf("observe: cluster %q: %w", c.Name, err)
 	}
 	o.readers[c.Name] = ch
-	kinds := []struct {
+	type watched struct {
 		obj  client.Object
 		kind Kind
-	}{{&kueue.Workload{}, KindWorkload}, {&batchv1.Job{}, KindJob}}
+	}
+	kinds := []watched{{&kueue.Workload{}, KindWorkload}}
+	for _, k := range o.jobKinds {
+		obj, err := NewJobObject(k)
+		if err != nil {
+			return err
+		}
+		kinds = append(kinds, watched{obj, k})
+	}
 	if c.Role == topology.RoleManager {
-		kinds = append(kinds, struct {
-			obj  client.Object
-			kind Kind
-		}{&kueue.MultiKueueCluster{}, KindMultiKueueCluster})
+		kinds = append(kinds, watched{&kueue.MultiKueueCluster{}, KindMultiKueueCluster})
 	}
 	for _, k := range kinds {
 		inf, err := ch.GetInformer(ctx, k.obj)
@@ -173,12 +181,14 @@ func (o *Observer) observe(cluster string, kind Kind, obj any, deleted bool) {
 	switch v := obj.(type) {
 	case *kueue.Workload:
 		cur = workloadSnapshot(v)
-	case *batchv1.Job:
-		cur = jobSnapshot(v)
 	case *kueue.MultiKueueCluster:
 		cur = clusterSnapshot(v)
 	default:
-		return
+		st, ok := JobStateOf(co)
+		if !ok {
+			return
+		}
+		cur = jobSnapshot(co, st)
 	}
 	if prev := r.last[cluster]; prev != nil && prev.uid != cur.uid {
 		// Deleted and created again under the same name while the watch
@@ -207,6 +217,10 @@ func (o *Observer) Stop() {
 	}
 	o.wg.Wait()
 }
+
+// JobKinds returns the job kinds watched: batch/Job, and JobSet and RayJob
+// when their Kueue integration is on.
+func (o *Observer) JobKinds() []Kind { return slices.Clone(o.jobKinds) }
 
 // Clusters returns the observed cluster names, manager first.
 func (o *Observer) Clusters() []string { return slices.Clone(o.clusters) }

@@ -5,12 +5,12 @@ import (
 	"slices"
 	"strings"
 
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 )
 
@@ -86,24 +86,18 @@ func workloadSnapshot(wl *kueue.Workload) *snapshot {
 	return s
 }
 
-func jobSnapshot(job *batchv1.Job) *snapshot {
-	s := &snapshot{flags: map[Type]bool{}, reason: map[Type]string{}, labels: keptLabels(job.Labels)}
-	s.uid = job.UID
-	s.flags[DeletionRequested] = !job.DeletionTimestamp.IsZero()
-	s.flags[JobSuspended] = ptr.Deref(job.Spec.Suspend, false)
-	s.flags[JobStarted] = job.Status.StartTime != nil
-	for _, c := range job.Status.Conditions {
-		if c.Status != corev1.ConditionTrue {
-			continue
-		}
-		switch c.Type {
-		case batchv1.JobComplete:
-			s.flags[JobSucceeded], s.reason[JobSucceeded] = true, c.Reason
-		case batchv1.JobFailed:
-			s.flags[JobFailed], s.reason[JobFailed] = true, c.Reason
-		}
+func jobSnapshot(obj client.Object, st JobState) *snapshot {
+	s := &snapshot{uid: obj.GetUID(), flags: map[Type]bool{}, reason: map[Type]string{}, labels: keptLabels(obj.GetLabels())}
+	s.flags[DeletionRequested] = !obj.GetDeletionTimestamp().IsZero()
+	s.flags[JobSuspended] = st.Suspended
+	s.flags[JobStarted] = st.Started
+	if st.Succeeded {
+		s.flags[JobSucceeded], s.reason[JobSucceeded] = true, st.Reason
 	}
-	s.jobStatus = fmt.Sprintf("active=%d succeeded=%d failed=%d", job.Status.Active, job.Status.Succeeded, job.Status.Failed)
+	if st.Failed {
+		s.flags[JobFailed], s.reason[JobFailed] = true, st.Reason
+	}
+	s.jobStatus = st.Summary
 	return s
 }
 
@@ -174,7 +168,15 @@ func diff(base Event, prev, cur *snapshot) []Event {
 				add(CheckState, n+"="+cur.checks[n], []string{n, cur.checks[n]})
 			}
 		}
-	case KindJob:
+	case KindMultiKueueCluster:
+		if cur.jobStatus != prev.jobStatus {
+			if cur.flags[ClusterActive] {
+				add(ClusterActive, cur.reason[ClusterActive], nil)
+			} else {
+				add(ClusterInactive, cur.reason[ClusterActive], nil)
+			}
+		}
+	default: // a job kind
 		if cur.flags[JobSuspended] != prev.flags[JobSuspended] || prev.jobStatus == "" {
 			if cur.flags[JobSuspended] {
 				add(JobSuspended, "", nil)
@@ -189,14 +191,6 @@ func diff(base Event, prev, cur *snapshot) []Event {
 		}
 		if cur.jobStatus != prev.jobStatus {
 			add(JobStatus, cur.jobStatus, nil)
-		}
-	case KindMultiKueueCluster:
-		if cur.jobStatus != prev.jobStatus {
-			if cur.flags[ClusterActive] {
-				add(ClusterActive, cur.reason[ClusterActive], nil)
-			} else {
-				add(ClusterInactive, cur.reason[ClusterActive], nil)
-			}
 		}
 	}
 	return out

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	"github.com/multikueue-testkit/testkit/topology"
 )
 
@@ -23,8 +25,8 @@ type localCluster struct {
 
 // startAgent runs the owner garbage collector and, on workers, the job
 // executor, in a manager of their own.
-func (lc *localCluster) startAgent(ctx context.Context, worker bool, logPath string) error {
-	mgr, err := newAgentManager(lc.name, worker, lc.cp.restConfig(), logPath)
+func (lc *localCluster) startAgent(ctx context.Context, worker bool, logPath string, owners []schema.GroupVersionKind) error {
+	mgr, err := newAgentManager(lc.name, worker, lc.cp.restConfig(), logPath, owners)
 	if err != nil {
 		return fmt.Errorf("cluster %q: agent: %w", lc.name, err)
 	}

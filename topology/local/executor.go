@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -76,7 +77,7 @@ const jobControllerManagedBy = "kubernetes.io/job-controller"
 // newAgentManager builds the manager of a cluster's stand-ins for what a
 // local topology lacks: the owner garbage collector on every cluster and, on
 // workers, the job executor.
-func newAgentManager(cluster string, worker bool, cfg *rest.Config, logPath string) (_ manager.Manager, err error) {
+func newAgentManager(cluster string, worker bool, cfg *rest.Config, logPath string, owners []schema.GroupVersionKind) (_ manager.Manager, err error) {
 	scheme, err := topology.NewScheme()
 	if err != nil {
 		return nil, err
@@ -103,7 +104,7 @@ func newAgentManager(cluster string, worker bool, cfg *rest.Config, logPath stri
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error { <-ctx.Done(); return logf.Close() })); err != nil {
 		return nil, err
 	}
-	if err := setupOwnerGC(context.Background(), cluster, mgr); err != nil {
+	if err := setupOwnerGC(context.Background(), cluster, mgr, owners); err != nil {
 		return nil, err
 	}
 	if !worker {

@@ -264,7 +264,7 @@ func (p *Provider) startCluster(ctx context.Context, name string, role topology.
 	if err := registerWebhooks(ctx, c, hooks, lc.kueue.server, port, cp.ca.certPEM); err != nil {
 		return nil, err
 	}
-	if err := lc.startAgent(ctx, role == topology.RoleWorker, filepath.Join(dir, "agent.log")); err != nil {
+	if err := lc.startAgent(ctx, role == topology.RoleWorker, filepath.Join(dir, "agent.log"), jobOwnerKinds(crds)); err != nil {
 		return nil, err
 	}
 	return c, nil

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	batchv1 "k8s.io/api/batch/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -20,7 +21,7 @@ import (
 
 // ownerGC plays the part of kube-controller-manager's garbage collector that
 // Kueue relies on: a Workload whose controlling owner (a Job) is gone is
-// deleted. Without it, deleting a Job would leave its Workload, and the
+// deleted. Without it, deleting a Job (or JobSet, RayJob) would leave its Workload, and the
 // remote copies, behind on a local topology, where no controller-manager runs.
 type ownerGC struct {
 	cluster string
@@ -31,7 +32,24 @@ type ownerGC struct {
 // ownerUIDIndex indexes Workloads by the UIDs of their owners.
 const ownerUIDIndex = "mktk.ownerUID"
 
-func setupOwnerGC(ctx context.Context, cluster string, mgr manager.Manager) error {
+// jobOwnerKinds are the kinds whose deletion the owner GC follows: batch/Job,
+// and the job CRDs installed (JobSet, RayJob, RayCluster).
+func jobOwnerKinds(crds []*apiextensionsv1.CustomResourceDefinition) []schema.GroupVersionKind {
+	out := []schema.GroupVersionKind{batchv1.SchemeGroupVersion.WithKind("Job")}
+	for _, crd := range crds {
+		switch crd.Spec.Group + "/" + crd.Spec.Names.Kind {
+		case "jobset.x-k8s.io/JobSet", "ray.io/RayJob", "ray.io/RayCluster":
+			for _, v := range crd.Spec.Versions {
+				if v.Storage {
+					out = append(out, schema.GroupVersionKind{Group: crd.Spec.Group, Version: v.Name, Kind: crd.Spec.Names.Kind})
+				}
+			}
+		}
+	}
+	return out
+}
+
+func setupOwnerGC(ctx context.Context, cluster string, mgr manager.Manager, owners []schema.GroupVersionKind) error {
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &kueue.Workload{}, ownerUIDIndex, func(o client.Object) []string {
 		var uids []string
 		for _, ref := range o.GetOwnerReferences() {
@@ -54,13 +72,17 @@ func setupOwnerGC(ctx context.Context, cluster string, mgr manager.Manager) erro
 		UpdateFunc: func(event.UpdateEvent) bool { return false },
 		DeleteFunc: func(event.DeleteEvent) bool { return true },
 	}
-	return ctrl.ControllerManagedBy(mgr).Named("mktk-owner-gc").
-		For(&kueue.Workload{}, ctrl.WithPredicates(onCreate)).
-		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(g.ownedBy), ctrl.WithPredicates(onDelete)).
-		Complete(g)
+	b := ctrl.ControllerManagedBy(mgr).Named("mktk-owner-gc").
+		For(&kueue.Workload{}, ctrl.WithPredicates(onCreate))
+	for _, gvk := range owners {
+		owner := &metav1.PartialObjectMetadata{}
+		owner.SetGroupVersionKind(gvk)
+		b = b.Watches(owner, handler.EnqueueRequestsFromMapFunc(g.ownedBy), ctrl.WithPredicates(onDelete))
+	}
+	return b.Complete(g)
 }
 
-// ownedBy maps a Job to the Workloads it controls.
+// ownedBy maps a job object to the Workloads it controls.
 func (g *ownerGC) ownedBy(ctx context.Context, obj client.Object) []reconcile.Request {
 	var wls kueue.WorkloadList
 	if err := g.client.List(ctx, &wls, client.InNamespace(obj.GetNamespace()), client.MatchingFields{ownerUIDIndex: string(obj.GetUID())}); err != nil {

@@ -1,0 +1,174 @@
+package observe
+
+import (
+	"fmt"
+
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	jobset "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	"github.com/multikueue-testkit/testkit/topology"
+)
+
+// Job kinds the Observer knows. Each is watched when its Kueue integration
+// is enabled in the topology (batch/Job always).
+const (
+	KindJob    Kind = "Job"
+	KindJobSet Kind = "JobSet"
+	KindRayJob Kind = "RayJob"
+)
+
+// JobState is what the Observer and the assertions read from a job object
+// of any known kind.
+type JobState struct {
+	Suspended bool
+	Started   bool
+	Succeeded bool
+	Failed    bool
+	// Reason of the terminal condition, when there is one.
+	Reason string
+	// Summary is the status that must end identical on the manager and on
+	// the worker: counts for a Job, restarts and terminal state for a
+	// JobSet, deployment and job status for a RayJob.
+	Summary string
+}
+
+// Finished reports whether the job succeeded or failed.
+func (s JobState) Finished() bool { return s.Succeeded || s.Failed }
+
+type jobKind struct {
+	kind        Kind
+	integration string
+	newObj      func() client.Object
+	newList     func() client.ObjectList
+	state       func(client.Object) JobState
+}
+
+// jobKindTable describes every known job kind.
+func jobKindTable() []jobKind {
+	return []jobKind{
+		{KindJob, topology.IntegrationBatchJob, func() client.Object { return &batchv1.Job{} }, func() client.ObjectList { return &batchv1.JobList{} }, batchJobState},
+		{KindJobSet, topology.IntegrationJobSet, func() client.Object { return &jobset.JobSet{} }, func() client.ObjectList { return &jobset.JobSetList{} }, jobSetState},
+		{KindRayJob, topology.IntegrationRayJob, func() client.Object { return &rayv1.RayJob{} }, func() client.ObjectList { return &rayv1.RayJobList{} }, rayJobState},
+	}
+}
+
+// JobKindsFor returns the job kinds watched for the given Kueue
+// integrations: batch/Job always, JobSet and RayJob with their integration.
+func JobKindsFor(integrations []string) []Kind {
+	on := map[string]bool{topology.IntegrationBatchJob: true}
+	for _, i := range integrations {
+		on[i] = true
+	}
+	var out []Kind
+	for _, k := range jobKindTable() {
+		if on[k.integration] {
+			out = append(out, k.kind)
+		}
+	}
+	return out
+}
+
+func lookupKind(k Kind) (jobKind, bool) {
+	for _, jk := range jobKindTable() {
+		if jk.kind == k {
+			return jk, true
+		}
+	}
+	return jobKind{}, false
+}
+
+// IsJobKind reports whether k is a job kind the Observer knows.
+func IsJobKind(k Kind) bool { _, ok := lookupKind(k); return ok }
+
+// NewJobObject returns an empty object of a job kind, or an error naming
+// the kind.
+func NewJobObject(k Kind) (client.Object, error) {
+	jk, ok := lookupKind(k)
+	if !ok {
+		return nil, fmt.Errorf("observe: %q is not a job kind the Observer knows", k)
+	}
+	return jk.newObj(), nil
+}
+
+// NewJobList returns an empty list of a job kind, or an error naming it.
+func NewJobList(k Kind) (client.ObjectList, error) {
+	jk, ok := lookupKind(k)
+	if !ok {
+		return nil, fmt.Errorf("observe: %q is not a job kind the Observer knows", k)
+	}
+	return jk.newList(), nil
+}
+
+// JobKindOf returns the kind of a job object, false if it is not one.
+func JobKindOf(obj client.Object) (Kind, bool) {
+	switch obj.(type) {
+	case *batchv1.Job:
+		return KindJob, true
+	case *jobset.JobSet:
+		return KindJobSet, true
+	case *rayv1.RayJob:
+		return KindRayJob, true
+	}
+	return "", false
+}
+
+// JobStateOf reads the state of a job object; false if it is not one.
+func JobStateOf(obj client.Object) (JobState, bool) {
+	k, ok := JobKindOf(obj)
+	if !ok {
+		return JobState{}, false
+	}
+	jk, _ := lookupKind(k)
+	return jk.state(obj), true
+}
+
+func batchJobState(obj client.Object) JobState {
+	job := obj.(*batchv1.Job)
+	s := JobState{Suspended: ptr.Deref(job.Spec.Suspend, false), Started: job.Status.StartTime != nil}
+	for _, c := range job.Status.Conditions {
+		if c.Status != corev1.ConditionTrue {
+			continue
+		}
+		switch c.Type {
+		case batchv1.JobComplete:
+			s.Succeeded, s.Reason = true, c.Reason
+		case batchv1.JobFailed:
+			s.Failed, s.Reason = true, c.Reason
+		}
+	}
+	s.Summary = fmt.Sprintf("active=%d succeeded=%d failed=%d", job.Status.Active, job.Status.Succeeded, job.Status.Failed)
+	return s
+}
+
+func jobSetState(obj client.Object) JobState {
+	js := obj.(*jobset.JobSet)
+	s := JobState{Suspended: ptr.Deref(js.Spec.Suspend, false)}
+	s.Started = !s.Suspended && len(js.Status.ReplicatedJobsStatus) > 0
+	if c := apimeta.FindStatusCondition(js.Status.Conditions, string(jobset.JobSetCompleted)); c != nil && c.Status == metav1.ConditionTrue {
+		s.Succeeded, s.Reason = true, c.Reason
+	}
+	if c := apimeta.FindStatusCondition(js.Status.Conditions, string(jobset.JobSetFailed)); c != nil && c.Status == metav1.ConditionTrue {
+		s.Failed, s.Reason = true, c.Reason
+	}
+	s.Summary = fmt.Sprintf("restarts=%d terminalState=%s", js.Status.Restarts, js.Status.TerminalState)
+	return s
+}
+
+func rayJobState(obj client.Object) JobState {
+	rj := obj.(*rayv1.RayJob)
+	s := JobState{Suspended: rj.Spec.Suspend, Started: rj.Status.StartTime != nil}
+	switch {
+	case rj.Status.JobDeploymentStatus == rayv1.JobDeploymentStatusFailed || rj.Status.JobStatus == rayv1.JobStatusFailed:
+		s.Failed, s.Reason = true, string(rj.Status.Reason)
+	case rj.Status.JobDeploymentStatus == rayv1.JobDeploymentStatusComplete && rj.Status.JobStatus == rayv1.JobStatusSucceeded:
+		s.Succeeded = true
+	}
+	s.Summary = fmt.Sprintf("deployment=%s job=%s", rj.Status.JobDeploymentStatus, rj.Status.JobStatus)
+	return s
+}
