@@ -24,20 +24,29 @@ func NewJob(name, namespace string) *JobBuilder {
 	return &JobBuilder{job: batchv1.Job{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: map[string]string{}, Annotations: map[string]string{}},
-		Spec: batchv1.JobSpec{
-			Parallelism:  ptr.To[int32](1),
-			Completions:  ptr.To[int32](1),
-			BackoffLimit: ptr.To[int32](0),
-			Suspend:      ptr.To(true),
-			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-				RestartPolicy: corev1.RestartPolicyNever,
-				Containers: []corev1.Container{{
-					Name: "c", Image: "registry.k8s.io/e2e-test-images/agnhost:2.53",
-					Args: []string{"entrypoint-tester"},
-				}},
-			}},
-		},
+		Spec:       oneTaskJobSpec(true),
 	}}
+}
+
+// oneTaskJobSpec is a Job spec of one pod with one container that exits, no
+// retries and no resource requests.
+func oneTaskJobSpec(suspend bool) batchv1.JobSpec {
+	spec := batchv1.JobSpec{
+		Parallelism:  ptr.To[int32](1),
+		Completions:  ptr.To[int32](1),
+		BackoffLimit: ptr.To[int32](0),
+		Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+			RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{{
+				Name: "c", Image: "registry.k8s.io/e2e-test-images/agnhost:2.53",
+				Args: []string{"entrypoint-tester"},
+			}},
+		}},
+	}
+	if suspend {
+		spec.Suspend = ptr.To(true)
+	}
+	return spec
 }
 
 // Queue sets the LocalQueue.

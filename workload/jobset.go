@@ -2,7 +2,6 @@ package workload
 
 import (
 	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	jobset "sigs.k8s.io/jobset/api/jobset/v1alpha2"
@@ -25,18 +24,7 @@ func NewJobSet(name, namespace string) *JobSetBuilder {
 			ReplicatedJobs: []jobset.ReplicatedJob{{
 				Name:     "workers",
 				Replicas: 1,
-				Template: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{
-					Parallelism:  ptr.To[int32](1),
-					Completions:  ptr.To[int32](1),
-					BackoffLimit: ptr.To[int32](0),
-					Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-						RestartPolicy: corev1.RestartPolicyNever,
-						Containers: []corev1.Container{{
-							Name: "c", Image: "registry.k8s.io/e2e-test-images/agnhost:2.53",
-							Args: []string{"entrypoint-tester"},
-						}},
-					}},
-				}},
+				Template: batchv1.JobTemplateSpec{Spec: oneTaskJobSpec(false)},
 			}},
 		},
 	}}
