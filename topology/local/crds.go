@@ -14,6 +14,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/multikueue-testkit/testkit/internal/modsrc"
@@ -118,7 +119,10 @@ func decodeCRDs(path string) ([]*apiextensionsv1.CustomResourceDefinition, error
 	}
 }
 
-// installCRDs creates crds on c and waits until each is Established.
+// installCRDs creates crds on c and waits until each is Established and
+// every served version is in discovery: Established comes first, and a
+// client that builds its REST mapper in between (Kueue's manager does) would
+// fail with "no matches for kind".
 func installCRDs(ctx context.Context, c *topology.Cluster, crds []*apiextensionsv1.CustomResourceDefinition) error {
 	for _, crd := range crds {
 		obj := crd.DeepCopy()
@@ -126,7 +130,7 @@ func installCRDs(ctx context.Context, c *topology.Cluster, crds []*apiextensions
 			return fmt.Errorf("cluster %q: create CRD %s: %w", c.Name, crd.Name, err)
 		}
 	}
-	return poll.Until(ctx, startTimeout, fmt.Sprintf("cluster %q: %d CRDs to be Established", c.Name, len(crds)), func(ctx context.Context) error {
+	err := poll.Until(ctx, startTimeout, fmt.Sprintf("cluster %q: %d CRDs to be Established", c.Name, len(crds)), func(ctx context.Context) error {
 		for _, crd := range crds {
 			got := &apiextensionsv1.CustomResourceDefinition{}
 			if err := c.Client.Get(ctx, client.ObjectKey{Name: crd.Name}, got); err != nil {
@@ -144,4 +148,42 @@ func installCRDs(ctx context.Context, c *topology.Cluster, crds []*apiextensions
 		}
 		return nil
 	})
+	if err != nil {
+		return err
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(c.Config)
+	if err != nil {
+		return fmt.Errorf("cluster %q: discovery client: %w", c.Name, err)
+	}
+	return poll.Until(ctx, startTimeout, fmt.Sprintf("cluster %q: %d CRDs to be served in discovery", c.Name, len(crds)), func(context.Context) error {
+		return servedInDiscovery(dc, crds)
+	})
+}
+
+// servedInDiscovery returns an error naming the first served CRD version
+// that discovery does not list yet.
+func servedInDiscovery(dc discovery.DiscoveryInterface, crds []*apiextensionsv1.CustomResourceDefinition) error {
+	listed := map[string]map[string]bool{} // group/version -> plural names
+	for _, crd := range crds {
+		for _, v := range crd.Spec.Versions {
+			if !v.Served {
+				continue
+			}
+			gv := crd.Spec.Group + "/" + v.Name
+			if listed[gv] == nil {
+				res, err := dc.ServerResourcesForGroupVersion(gv)
+				if err != nil {
+					return fmt.Errorf("discovery of %s: %w", gv, err)
+				}
+				listed[gv] = map[string]bool{}
+				for _, r := range res.APIResources {
+					listed[gv][r.Name] = true
+				}
+			}
+			if !listed[gv][crd.Spec.Names.Plural] {
+				return fmt.Errorf("%s %s not in discovery yet", gv, crd.Spec.Names.Plural)
+			}
+		}
+	}
+	return nil
 }
