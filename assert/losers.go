@@ -96,7 +96,7 @@ func (c *Checker) LosersCleaned(ctx context.Context, job client.Object) error {
 		Object:    t.String(),
 		Expected:  fmt.Sprintf("every non-selected worker's copy deleted, none before the winner's copy was %s", markName),
 		Problems:  problems,
-		Timeline:  c.timeline(wl),
+		Timeline:  c.timeline(wl, jobs),
 	}, t.refs(c)...)
 }
 

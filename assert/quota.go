@@ -20,28 +20,27 @@ import (
 // dispatched to a worker (a remote copy created) while it held no reservation
 // on the manager: workloads beyond the manager's quota stay pending there.
 //
-// A reservation counts from QuotaReserved until QuotaReleased, Finished,
-// Evicted or deletion. Violations before Checker.Since are not reported.
+// A reservation counts from QuotaReserved until QuotaReleased, Finished or
+// deletion, as Kueue's cache counts it: an Evicted workload holds its quota
+// until the reservation is cleared. Violations before Checker.Since are not reported.
 // Quota borrowed through cohorts is not modelled: the topology's
 // ClusterQueues have none. It does not wait.
 func (c *Checker) QuotaRespected(ctx context.Context) error {
-	var problems []string
+	// Problems are phrased once the events involved, and so the timeline's
+	// start, are known: their times read against that timeline.
+	var found []func(t0 time.Time) string
 	keys := c.Obs.Objects(observe.KindWorkload)
 	histories := make(map[client.ObjectKey][]observe.Event, len(keys))
 	for _, k := range keys {
 		histories[k], _ = c.Obs.History(observe.KindWorkload, k.Namespace, k.Name)
 	}
-	var t0 time.Time
-	for _, h := range histories {
-		if ft := firstTime(h); !ft.IsZero() && (t0.IsZero() || ft.Before(t0)) {
-			t0 = ft
-		}
-	}
-	var involved []observe.Event
+	involvedKeys := map[client.ObjectKey]bool{}
 	for _, cl := range c.Topo.Clusters() {
-		ps, evs := c.overQuota(cl.Name, keys, histories, t0)
-		problems = append(problems, ps...)
-		involved = append(involved, evs...)
+		ps, ks := c.overQuota(cl.Name, keys, histories)
+		found = append(found, ps...)
+		for _, k := range ks {
+			involvedKeys[k] = true
+		}
 	}
 	mgr := c.Topo.Manager.Name
 	for _, k := range keys {
@@ -51,16 +50,29 @@ func (c *Checker) QuotaRespected(ctx context.Context) error {
 			switch {
 			case e.Cluster == mgr && e.Type == observe.QuotaReserved:
 				held = true
-			case e.Cluster == mgr && (e.Type == observe.QuotaReleased || e.Type == observe.Evicted || e.Type == observe.Deleted):
+			case e.Cluster == mgr && (e.Type == observe.QuotaReleased || e.Type == observe.Finished || e.Type == observe.Deleted):
 				held = false
 			case e.Cluster != mgr && e.Type == observe.Created && e.Labels[observe.LabelOrigin] != "" && !held && !e.Time.Before(c.Since):
-				problems = append(problems, fmt.Sprintf("cluster %q: Workload %s was dispatched at %s while it held no quota on the manager", e.Cluster, k, rel(e.Time, t0)))
-				involved = append(involved, h...)
+				found = append(found, func(t0 time.Time) string {
+					return fmt.Sprintf("cluster %q: Workload %s was dispatched at %s while it held no quota on the manager", e.Cluster, k, rel(e.Time, t0))
+				})
+				involvedKeys[k] = true
 			}
 		}
 	}
-	if len(problems) == 0 {
+	if len(found) == 0 {
 		return nil
+	}
+	var involved []observe.Event
+	for _, k := range keys { // in key order, each history once
+		if involvedKeys[k] {
+			involved = append(involved, histories[k]...)
+		}
+	}
+	t0 := firstTime(involved)
+	problems := make([]string, len(found))
+	for i, f := range found {
+		problems[i] = f(t0)
 	}
 	return c.fail(ctx, &Failure{
 		Assertion: "QuotaRespected",
@@ -73,7 +85,7 @@ func (c *Checker) QuotaRespected(ctx context.Context) error {
 
 // overQuota sweeps the reservations on cluster and reports each resource
 // whose admitted usage went over the quota, with the workloads holding it.
-func (c *Checker) overQuota(cluster string, keys []client.ObjectKey, histories map[client.ObjectKey][]observe.Event, t0 time.Time) ([]string, []observe.Event) {
+func (c *Checker) overQuota(cluster string, keys []client.ObjectKey, histories map[client.ObjectKey][]observe.Event) ([]func(time.Time) string, []client.ObjectKey) {
 	type point struct {
 		at    time.Time
 		start bool
@@ -93,7 +105,7 @@ func (c *Checker) overQuota(cluster string, keys []client.ObjectKey, histories m
 					open = &point{at: e.Time, start: true, key: k, usage: e.Usage}
 					points = append(points, *open)
 				}
-			case observe.QuotaReleased, observe.Finished, observe.Evicted, observe.Deleted:
+			case observe.QuotaReleased, observe.Finished, observe.Deleted:
 				if open != nil {
 					points = append(points, point{at: e.Time, key: k, usage: open.usage})
 					open = nil
@@ -117,8 +129,8 @@ func (c *Checker) overQuota(cluster string, keys []client.ObjectKey, histories m
 	used := corev1.ResourceList{}
 	holders := map[client.ObjectKey]bool{}
 	reported := map[corev1.ResourceName]bool{}
-	var problems []string
-	var involved []observe.Event
+	var problems []func(time.Time) string
+	var involved []client.ObjectKey
 	for _, p := range points {
 		for n, q := range p.usage {
 			cur := used[n]
@@ -144,11 +156,14 @@ func (c *Checker) overQuota(cluster string, keys []client.ObjectKey, histories m
 			var names []string
 			for k := range holders {
 				names = append(names, k.String())
-				involved = append(involved, histories[k]...)
+				involved = append(involved, k)
 			}
 			slices.Sort(names)
-			problems = append(problems, fmt.Sprintf("cluster %q: ClusterQueue %s admitted %s %s at %s, over its quota of %s, held by %s",
-				cluster, c.Topo.Spec.Queues.ClusterQueue, u.String(), n, rel(p.at, t0), limit.String(), strings.Join(names, ", ")))
+			at, used, limit, n := p.at, u.String(), limit.String(), n
+			problems = append(problems, func(t0 time.Time) string {
+				return fmt.Sprintf("cluster %q: ClusterQueue %s admitted %s %s at %s, over its quota of %s, held by %s",
+					cluster, c.Topo.Spec.Queues.ClusterQueue, used, n, rel(at, t0), limit, strings.Join(names, ", "))
+			})
 		}
 	}
 	return problems, involved

@@ -47,8 +47,8 @@ func (c *Checker) StatusSynced(ctx context.Context, job client.Object) error {
 		}
 		return nil
 	})
-	wl, jobs := c.history(t)
-	t0 := firstTime(wl, jobs)
+	_, jobs := c.history(t)
+	t0 := firstTime(jobs) // the timeline shows the job events
 	var problems []string
 	if remote != "" {
 		rf, mf := finalOf(jobs, remote), finalOf(jobs, mgr)

@@ -379,8 +379,10 @@ func TestLosersCleanedCatchesAKeptLoser(t *testing.T) {
 	}
 	wl, winner := placedOn(t, ctx, job)
 	loser := env.Topo.Worker(otherWorker(winner))
-	kept := workload.NewWorkload(wl.Name, wl.Namespace).Queue("user-queue").Label(observe.LabelOrigin, env.Topo.Spec.Kueue.Origin).Obj()
-	kept.Spec.Active = ptr.To(false) // it just sits there
+	// It just sits there: pending in a queue that does not exist. (A
+	// deactivated copy would be evicted on the worker, and MultiKueue would
+	// answer a remote eviction by re-dispatching the workload.)
+	kept := workload.NewWorkload(wl.Name, wl.Namespace).Queue("no-such-queue").Label(observe.LabelOrigin, env.Topo.Spec.Kueue.Origin).Obj()
 	// MultiKueue deletes such a copy as soon as it sees it; a finalizer that
 	// never goes (a stuck controller on the worker) keeps it, which is the
 	// violation.
@@ -398,6 +400,87 @@ func TestLosersCleanedCatchesAKeptLoser(t *testing.T) {
 		_ = loser.Client.Delete(ctx, kept)
 	}
 	_ = env.Topo.Manager.Client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground))
+}
+
+// TestLosersCleanedCatchesAnEarlyDeletion holds both workers' ClusterQueues
+// so the copies stay pending, deletes one copy before any worker admitted
+// (what MultiKueue must not do), then lets the other worker admit.
+func TestLosersCleanedCatchesAnEarlyDeletion(t *testing.T) {
+	ctx := context.Background()
+	early, winner := env.Topo.Workers[0], env.Topo.Workers[1]
+	for _, w := range []*topology.Cluster{early, winner} {
+		setStopPolicy(t, ctx, w, kueue.Hold)
+		defer setStopPolicy(t, ctx, w, kueue.None)
+	}
+	job := workload.NewJob("early", "default").Queue("user-queue").Requests("1", "1Gi").RunFor(time.Second).Obj()
+	submit(t, ctx, job)
+	wlName := workloadOf(t, ctx, job)
+	observed(t, ctx, early.Name, job.Namespace, wlName, observe.Created)
+	observed(t, ctx, winner.Name, job.Namespace, wlName, observe.Created)
+	copyWl := &kueue.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: job.Namespace, Name: wlName}}
+	deleted := time.Now()
+	if err := early.Client.Delete(ctx, copyWl); err != nil {
+		t.Fatal(err)
+	}
+	observedAfter(t, ctx, early.Name, job.Namespace, wlName, observe.Deleted, deleted)
+	// Let the winner admit well after the deletion, clear of the skew
+	// allowance (assert.DefaultSkew): a scenario delay, not a wait for state.
+	<-time.After(time.Second)
+	setStopPolicy(t, ctx, winner, kueue.None)
+	mustFail(t, checker(time.Minute).LosersCleaned(ctx, job),
+		"LosersCleaned failed", `cluster "`+early.Name+`": cycle 1: its copy was deleted at`,
+		`before the winner's copy on "`+winner.Name+`" was Admitted`, "MultiKueueWaitForWorkloadAdmitted=true")
+}
+
+// setStopPolicy sets the stopPolicy of the topology's ClusterQueue on cl and
+// waits until Kueue reports the queue inactive (held) or active again.
+func setStopPolicy(t *testing.T, ctx context.Context, cl *topology.Cluster, p kueue.StopPolicy) {
+	t.Helper()
+	cq := &kueue.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: env.Topo.Spec.Queues.ClusterQueue}}
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := cl.Client.Get(ctx, client.ObjectKeyFromObject(cq), cq); err != nil {
+			return err
+		}
+		cq.Spec.StopPolicy = ptr.To(p)
+		return cl.Client.Update(ctx, cq)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantActive := p == kueue.None
+	err = poll.Until(ctx, 30*time.Second, fmt.Sprintf("cluster %q: ClusterQueue %s to be Active=%t", cl.Name, cq.Name, wantActive), func(ctx context.Context) error {
+		if err := cl.Client.Get(ctx, client.ObjectKeyFromObject(cq), cq); err != nil {
+			return err
+		}
+		if apimeta.IsStatusConditionTrue(cq.Status.Conditions, kueue.ClusterQueueActive) != wantActive {
+			return errors.New("not yet")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// workloadOf waits for the manager Workload of job and returns its name.
+func workloadOf(t *testing.T, ctx context.Context, job client.Object) string {
+	t.Helper()
+	var name string
+	err := poll.Until(ctx, time.Minute, fmt.Sprintf("the Workload of %s/%s on the manager", job.GetNamespace(), job.GetName()), func(ctx context.Context) error {
+		var wls kueue.WorkloadList
+		if err := env.Topo.Manager.Client.List(ctx, &wls, client.InNamespace(job.GetNamespace()), client.MatchingLabels{observe.LabelJobUID: string(job.GetUID())}); err != nil {
+			return err
+		}
+		if len(wls.Items) == 0 {
+			return errors.New("none yet")
+		}
+		name = wls.Items[0].Name
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return name
 }
 
 // TestStatusSyncedCatchesAManagerThatStopsSyncing stops the manager's Kueue
