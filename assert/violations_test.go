@@ -333,39 +333,39 @@ func TestNominationClearedCatchesAPartialAllAtOnceNomination(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	wl := workload.NewWorkload("hand-placed", "default").Queue("plain").Obj()
-	wl.Spec.Active = ptr.To(false) // keep the scheduler away
-	if err := mgr.Client.Create(ctx, wl); err != nil {
-		t.Fatal(err)
-	}
 	only := env.Topo.Workers[0].Name
-	setStatus(t, ctx, wl, func(w *kueue.Workload) { w.Status.NominatedClusterNames = []string{only} })
-	setStatus(t, ctx, wl, func(w *kueue.Workload) {
-		w.Status.NominatedClusterNames = nil
-		w.Status.ClusterName = ptr.To(only)
-	})
+	wl := handPlaced(t, ctx, "hand-placed", only)
 	mustFail(t, checker(30*time.Second).NominationCleared(ctx, wl),
 		"NominationCleared failed", `cluster "manager"`, "hand-placed", "AllAtOnce nominated ["+only+"]", "want every Active worker")
 
 	// The same history, judged as the Incremental dispatcher's first round,
 	// skipped worker-1 when it nominated worker-2 alone.
-	second := workload.NewWorkload("hand-placed-2", "default").Queue("plain").Obj()
-	second.Spec.Active = ptr.To(false)
-	if err := mgr.Client.Create(ctx, second); err != nil {
-		t.Fatal(err)
-	}
 	last := env.Topo.Workers[1].Name
-	setStatus(t, ctx, second, func(w *kueue.Workload) { w.Status.NominatedClusterNames = []string{last} })
-	setStatus(t, ctx, second, func(w *kueue.Workload) {
-		w.Status.NominatedClusterNames = nil
-		w.Status.ClusterName = ptr.To(last)
-	})
+	second := handPlaced(t, ctx, "hand-placed-2", last)
 	mustFail(t, checker(30*time.Second).DispatchedIncrementally(ctx, second),
 		"DispatchedIncrementally failed", `cluster "manager"`, "hand-placed-2", "round 1", "nominated ["+last+"]", "want the first 2 Active workers by name")
 	_ = mgr.Client.Delete(ctx, second)
 	for _, o := range []client.Object{wl, lq, cq} {
 		_ = mgr.Client.Delete(ctx, o)
 	}
+}
+
+// handPlaced creates an inactive Workload in the "plain" queue on the
+// manager and writes the placement a dispatcher would: nominate cluster
+// alone, then select it.
+func handPlaced(t *testing.T, ctx context.Context, name, cluster string) *kueue.Workload {
+	t.Helper()
+	wl := workload.NewWorkload(name, "default").Queue("plain").Obj()
+	wl.Spec.Active = ptr.To(false) // keep the scheduler away
+	if err := env.Topo.Manager.Client.Create(ctx, wl); err != nil {
+		t.Fatal(err)
+	}
+	setStatus(t, ctx, wl, func(w *kueue.Workload) { w.Status.NominatedClusterNames = []string{cluster} })
+	setStatus(t, ctx, wl, func(w *kueue.Workload) {
+		w.Status.NominatedClusterNames = nil
+		w.Status.ClusterName = ptr.To(cluster)
+	})
+	return wl
 }
 
 // TestLosersCleanedCatchesAKeptLoser leaves a copy of a placed workload on the
