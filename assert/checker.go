@@ -68,6 +68,13 @@ func (t target) jobRef() string { return fmt.Sprintf("%s %s/%s", t.jobKind, t.na
 // is), waiting for Kueue to create it.
 func (c *Checker) resolve(ctx context.Context, obj client.Object) (target, error) {
 	if wl, ok := obj.(*kueue.Workload); ok {
+		if wl.UID == "" { // a reference by name: read the rest
+			cur := &kueue.Workload{}
+			if err := c.reader(c.Topo.Manager.Name).Get(ctx, client.ObjectKeyFromObject(wl), cur); err != nil {
+				return target{}, fmt.Errorf("cluster %q: Workload %s/%s: %w", c.Topo.Manager.Name, wl.Namespace, wl.Name, err)
+			}
+			wl = cur
+		}
 		t := target{namespace: wl.Namespace, workload: wl.Name, workloadUID: wl.UID}
 		for _, o := range wl.OwnerReferences {
 			if k := observe.Kind(o.Kind); observe.IsJobKind(k) {
@@ -122,7 +129,7 @@ func (c *Checker) history(t target) (wl, job []observe.Event) {
 	if t.job != "" {
 		job, _ = c.Obs.History(t.jobKind, t.namespace, t.job)
 	}
-	in := incarnation{manager: c.Topo.Manager.Name, workloadUID: t.workloadUID, jobUID: t.jobUID, workload: t.workload, skew: c.skew()}
+	in := incarnation{manager: c.Topo.Manager.Name, workloadUID: t.workloadUID, jobUID: t.jobUID, skew: c.skew()}
 	return in.filter(wl, job)
 }
 

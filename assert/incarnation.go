@@ -13,26 +13,29 @@ import (
 // same name must not be judged on the first one's events.
 //
 // On the manager it keeps the events of the given UIDs (an empty UID keeps
-// every event). On the workers it drops the remote objects that belong to an
-// earlier life: created before this one began and either gone by then or
-// labelled for another Workload. A remote object created later is always
-// kept, so a wrong label on it is still reported.
+// every event). On the workers it drops the remote objects of an earlier
+// life: created before this life began and deleted before this life was
+// placed on a worker (both with the skew allowance). A remote object of an
+// earlier life still there at the placement is kept: MultiKueue could adopt
+// it, which the assertions must report.
 type incarnation struct {
 	manager     string
 	workloadUID types.UID
 	jobUID      types.UID
-	workload    string
 	skew        time.Duration
 }
 
 func (in incarnation) filter(wl, jobs []observe.Event) ([]observe.Event, []observe.Event) {
 	start := in.start(wl, jobs)
-	return in.keep(wl, in.workloadUID, start), in.keep(jobs, in.jobUID, start)
+	placed := in.placed(wl, start)
+	return in.keep(wl, in.workloadUID, start, placed), in.keep(jobs, in.jobUID, start, placed)
 }
 
-// start is when this life began on the manager: the creation of the job,
-// else of the Workload. Zero when neither was observed.
+// start is when this life began on the manager: the later creation of the
+// job and of the Workload (Kueue may re-create a Workload, under the same
+// name, for the same job). Zero when neither was observed.
 func (in incarnation) start(wl, jobs []observe.Event) time.Time {
+	var start time.Time
 	for _, set := range []struct {
 		events []observe.Event
 		uid    types.UID
@@ -41,19 +44,27 @@ func (in incarnation) start(wl, jobs []observe.Event) time.Time {
 			continue
 		}
 		for _, e := range set.events {
-			if e.Cluster == in.manager && e.UID == set.uid && e.Type == observe.Created {
-				return e.Time
+			if e.Cluster == in.manager && e.UID == set.uid && e.Type == observe.Created && e.Time.After(start) {
+				start = e.Time
 			}
+		}
+	}
+	return start
+}
+
+// placed is when this life first got a clusterName; zero if not yet.
+func (in incarnation) placed(wl []observe.Event, start time.Time) time.Time {
+	for _, e := range wl {
+		if e.Cluster == in.manager && e.Type == observe.ClusterNameSet && len(e.Values) > 0 && e.Values[0] != "" &&
+			!e.Time.Before(start) && (in.workloadUID == "" || e.UID == "" || e.UID == in.workloadUID) {
+			return e.Time
 		}
 	}
 	return time.Time{}
 }
 
-func (in incarnation) keep(events []observe.Event, managerUID types.UID, start time.Time) []observe.Event {
-	type life struct {
-		created, deleted time.Time
-		label            string
-	}
+func (in incarnation) keep(events []observe.Event, managerUID types.UID, start, placed time.Time) []observe.Event {
+	type life struct{ created, deleted time.Time }
 	lives := map[types.UID]*life{}
 	for _, e := range events {
 		if e.Cluster == in.manager || e.UID == "" {
@@ -70,18 +81,13 @@ func (in incarnation) keep(events []observe.Event, managerUID types.UID, start t
 		case observe.Deleted:
 			l.deleted = e.Time
 		}
-		if v := e.Labels[observe.LabelPrebuiltWorkload]; v != "" {
-			l.label = v
-		}
 	}
 	earlier := func(uid types.UID) bool {
 		l := lives[uid]
-		if l == nil || start.IsZero() || l.created.IsZero() || !l.created.Before(start.Add(-in.skew)) {
+		if l == nil || start.IsZero() || l.created.IsZero() || !l.created.Before(start.Add(-in.skew)) || l.deleted.IsZero() {
 			return false
 		}
-		goneBefore := !l.deleted.IsZero() && l.deleted.Before(start)
-		otherWorkload := l.label != "" && l.label != in.workload
-		return goneBefore || otherWorkload
+		return placed.IsZero() || l.deleted.Before(placed.Add(in.skew))
 	}
 	out := make([]observe.Event, 0, len(events))
 	for _, e := range events {

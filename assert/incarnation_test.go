@@ -26,7 +26,7 @@ func TestIncarnationKeepsOnlyTheCurrentLife(t *testing.T) {
 		ev(1200, "w2", "remote-2", observe.Created, "wl-2"),
 		ev(1300, "w1", "stray", observe.Created, "wl-1"), // created in this life with a wrong label: kept
 	}
-	in := incarnation{manager: "m", jobUID: "job-2", workload: "wl-2"}
+	in := incarnation{manager: "m", jobUID: "job-2"}
 	_, got := in.filter(nil, jobs)
 	var uids []string
 	for _, e := range got {
@@ -38,8 +38,21 @@ func TestIncarnationKeepsOnlyTheCurrentLife(t *testing.T) {
 	}
 
 	// Without a known UID nothing is dropped.
-	_, all := incarnation{manager: "m", workload: "wl-2"}.filter(nil, jobs)
+	_, all := incarnation{manager: "m"}.filter(nil, jobs)
 	if len(all) != len(jobs) {
 		t.Fatalf("kept %d of %d events without a UID to go by", len(all), len(jobs))
+	}
+
+	// An earlier life's copy still there when this life is placed is kept:
+	// MultiKueue could adopt it.
+	placed := []observe.Event{{Time: at(1050), Cluster: "m", Kind: observe.KindWorkload, Type: observe.ClusterNameSet, Values: []string{"w1"}}}
+	_, got = in.filter(placed, jobs)
+	uids = nil
+	for _, e := range got {
+		uids = append(uids, string(e.UID)+"/"+string(e.Type))
+	}
+	want = "remote-1/Created job-2/Created remote-1/Deleted remote-2/Created stray/Created"
+	if s := strings.Join(uids, " "); s != want {
+		t.Fatalf("with a placement before the old copy went, kept %s, want %s", s, want)
 	}
 }

@@ -155,6 +155,16 @@ func jobOrphans(ctx context.Context, mgr, worker client.Reader, kind observe.Kin
 		if err != nil {
 			return nil, err
 		}
+		if wlName := o.GetLabels()[observe.LabelPrebuiltWorkload]; live && wlName != "" {
+			// A Job of that name on the manager is not enough: a copy left
+			// from an earlier Job of the same name names a Workload gone.
+			var wlWhy string
+			live, wlWhy, err = liveWorkload(ctx, mgr, client.ObjectKey{Namespace: o.GetNamespace(), Name: wlName})
+			if err != nil {
+				return nil, err
+			}
+			why = fmt.Sprintf("its %s=%s: %s", observe.LabelPrebuiltWorkload, wlName, wlWhy)
+		}
 		if !live {
 			out = append(out, orphan{o, why})
 		}

@@ -670,7 +670,16 @@ func TestNoOrphansNamesStrayRemoteCopies(t *testing.T) {
 	stray := workload.NewWorkload("stray-wl", "default").Queue("user-queue").Requests("1", "1Gi").Label(observe.LabelOrigin, origin).Obj()
 	job := workload.NewJob("stray-job", "default").Label(observe.LabelOrigin, origin).Label(observe.LabelPrebuiltWorkload, "stray-wl").Obj()
 	js := workload.NewJobSet("stray-jobset", "default").Label(observe.LabelOrigin, origin).Obj()
-	for _, o := range []client.Object{stray, job, js} {
+	// A copy left from an earlier Job of a name the manager has again: the
+	// manager Job (no queue, so Kueue leaves it alone) is live, the copy's
+	// Workload is not.
+	reused := workload.NewJob("reused", "default").Obj()
+	if err := env.Topo.Manager.Client.Create(ctx, reused); err != nil {
+		t.Fatal(err)
+	}
+	defer remove(t, ctx, reused)
+	left := workload.NewJob("reused", "default").Label(observe.LabelOrigin, origin).Label(observe.LabelPrebuiltWorkload, "job-reused-gone").Obj()
+	for _, o := range []client.Object{stray, job, js, left} {
 		if err := w.Client.Create(ctx, o); err != nil {
 			t.Fatal(err)
 		}
@@ -678,8 +687,9 @@ func TestNoOrphansNamesStrayRemoteCopies(t *testing.T) {
 	mustFail(t, checker(time.Minute).NoOrphans(ctx),
 		"NoOrphans failed", `cluster "`+w.Name+`": Workload default/stray-wl (age`, `cluster "`+w.Name+`": Job default/stray-job (age`,
 		`cluster "`+w.Name+`": JobSet default/stray-jobset (age`,
-		"no Workload of that name on the manager", "no Job of that name on the manager", "no JobSet of that name on the manager")
-	for _, o := range []client.Object{stray, job, js} {
+		"no Workload of that name on the manager", "no Job of that name on the manager", "no JobSet of that name on the manager",
+		`cluster "`+w.Name+`": Job default/reused (age`, "its kueue.x-k8s.io/prebuilt-workload-name=job-reused-gone: no Workload of that name on the manager")
+	for _, o := range []client.Object{stray, job, js, left} {
 		_ = w.Client.Delete(ctx, o, client.PropagationPolicy(metav1.DeletePropagationBackground))
 	}
 }

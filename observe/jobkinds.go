@@ -160,14 +160,17 @@ func jobSetState(obj client.Object) JobState {
 	return s
 }
 
+// rayJobState follows Kueue: a RayJob is finished when its deployment is
+// Complete or Failed, and succeeded when its job status is SUCCEEDED.
 func rayJobState(obj client.Object) JobState {
 	rj := obj.(*rayv1.RayJob)
 	s := JobState{Suspended: rj.Spec.Suspend, Started: rj.Status.StartTime != nil}
-	switch {
-	case rj.Status.JobDeploymentStatus == rayv1.JobDeploymentStatusFailed || rj.Status.JobStatus == rayv1.JobStatusFailed:
-		s.Failed, s.Reason = true, string(rj.Status.Reason)
-	case rj.Status.JobDeploymentStatus == rayv1.JobDeploymentStatusComplete && rj.Status.JobStatus == rayv1.JobStatusSucceeded:
-		s.Succeeded = true
+	if d := rj.Status.JobDeploymentStatus; d == rayv1.JobDeploymentStatusComplete || d == rayv1.JobDeploymentStatusFailed {
+		if rj.Status.JobStatus == rayv1.JobStatusSucceeded {
+			s.Succeeded = true
+		} else {
+			s.Failed, s.Reason = true, string(rj.Status.Reason)
+		}
 	}
 	s.Summary = fmt.Sprintf("deployment=%s job=%s", rj.Status.JobDeploymentStatus, rj.Status.JobStatus)
 	return s
