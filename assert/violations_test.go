@@ -217,6 +217,7 @@ func TestJobSetIsJudgedLikeAJob(t *testing.T) {
 	ctx := context.Background()
 	js := workload.NewJobSet("placed", "default").Queue("user-queue").Requests("1", "1Gi").Obj()
 	mgr := env.Topo.Manager
+	created := time.Now()
 	if err := mgr.Client.Create(ctx, js); err != nil {
 		t.Fatal(err)
 	}
@@ -228,12 +229,12 @@ func TestJobSetIsJudgedLikeAJob(t *testing.T) {
 	evs, _ := env.Obs.History(observe.KindJobSet, js.Namespace, js.Name)
 	var remote []string
 	for _, e := range evs {
-		if e.Type == observe.Created && e.Cluster != env.Topo.Manager.Name {
+		if e.Type == observe.Created && e.Cluster != env.Topo.Manager.Name && e.Time.After(created) {
 			remote = append(remote, e.Cluster+" "+e.Detail)
 		}
 	}
-	if len(remote) != 1 || !strings.Contains(remote[0], observe.LabelPrebuiltWorkload) {
-		t.Errorf("want one remote JobSet with %s, the observer saw %v", observe.LabelPrebuiltWorkload, remote)
+	if len(remote) != 1 || !strings.Contains(remote[0], observe.LabelPrebuiltWorkload+"="+wl.Name) {
+		t.Errorf("want one remote JobSet with %s=%s, the observer saw %v", observe.LabelPrebuiltWorkload, wl.Name, remote)
 	}
 	// Deleting the JobSet deletes its Workload (the local owner GC follows
 	// JobSets too), and MultiKueue then its remote copies.
