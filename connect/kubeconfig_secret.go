@@ -42,6 +42,12 @@ var _ topology.Connector = KubeconfigSecret{}
 // Name implements topology.Connector.
 func (KubeconfigSecret) Name() string { return "kubeconfig-secret" }
 
+// KueueNeeds implements topology.Connector: a kubeconfig Secret needs nothing
+// beyond Kueue's defaults.
+func (KubeconfigSecret) KueueNeeds(context.Context) (topology.KueueNeeds, error) {
+	return topology.KueueNeeds{}, nil
+}
+
 // SecretKey is the key Kueue reads the kubeconfig from.
 const SecretKey = "kubeconfig"
 
@@ -118,15 +124,16 @@ func (k KubeconfigSecret) workerToken(ctx context.Context, req topology.ConnectR
 	return tr.Status.Token, nil
 }
 
-// TokenKubeconfig builds a kubeconfig for c's API server with its CA inline and
-// a bearer token, the form Kueue accepts.
+// TokenKubeconfig builds a kubeconfig for c's API server, at the address the
+// manager uses (Cluster.ServerForManager), with its CA inline and a bearer
+// token: the form Kueue accepts.
 func TokenKubeconfig(c *topology.Cluster, token string) ([]byte, error) {
 	ca := c.Config.CAData
 	if len(ca) == 0 {
 		return nil, fmt.Errorf("cluster %q: rest config has no inline CA data; Kueue rejects CA files and insecure TLS", c.Name)
 	}
 	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters[c.Name] = &clientcmdapi.Cluster{Server: c.Config.Host, CertificateAuthorityData: ca}
+	cfg.Clusters[c.Name] = &clientcmdapi.Cluster{Server: c.ServerForManager(), CertificateAuthorityData: ca}
 	cfg.AuthInfos[c.Name] = &clientcmdapi.AuthInfo{Token: token}
 	cfg.Contexts[c.Name] = &clientcmdapi.Context{Cluster: c.Name, AuthInfo: c.Name}
 	cfg.CurrentContext = c.Name

@@ -24,15 +24,33 @@ type Cluster struct {
 	// MultiKueueCluster name on the manager.
 	Name string
 	Role Role
-	// Config reaches the API server with admin rights.
+	// Config reaches the API server with admin rights, from the test
+	// process. Watches (the Observer's informers) are built from it.
 	Config *rest.Config
-	// Client knows core, batch, Kueue, JobSet, Ray and ClusterProfile types.
-	Client client.WithWatch
+	// ManagerServer is this cluster's API server address as the manager's
+	// Kueue reaches it, when that differs from Config.Host: a kind worker seen
+	// from the manager's pods (https://<name>-control-plane:6443), an
+	// in-cluster Service. Empty means Config.Host. Connectors write
+	// ServerForManager into the credentials they hand to Kueue.
+	ManagerServer string
+	// Client reads and writes with the types of NewScheme (core, batch, Kueue,
+	// JobSet, Ray, ClusterProfile). Any client.Client works, for example CAPI's
+	// ClusterProxy.GetClient() when its scheme knows those types.
+	Client client.Client
 	// Kubeconfig is the admin kubeconfig. It prints as "[redacted]".
 	Kubeconfig Secret
 	// Lifecycle controls the cluster's processes; nil when the provider cannot
 	// stop and start them (existing clusters, for instance).
 	Lifecycle Lifecycle
+}
+
+// ServerForManager is the address the manager's Kueue uses to reach this
+// cluster's API server: ManagerServer, else Config.Host.
+func (c *Cluster) ServerForManager() string {
+	if c.ManagerServer != "" {
+		return c.ManagerServer
+	}
+	return c.Config.Host
 }
 
 func (c *Cluster) String() string { return fmt.Sprintf("%s cluster %q", c.Role, c.Name) }

@@ -27,6 +27,10 @@ type Provider interface {
 type Connector interface {
 	// Name identifies the connector in reports ("kubeconfig-secret", ...).
 	Name() string
+	// KueueNeeds says what the manager's Kueue must have before it starts
+	// (CRDs, feature gates, configuration) for this connector to work.
+	// Providers call it before they start or install Kueue.
+	KueueNeeds(ctx context.Context) (KueueNeeds, error)
 	// Connect prepares credentials on the worker and whatever the manager
 	// needs to use them, and returns the MultiKueueCluster clusterSource.
 	Connect(ctx context.Context, req ConnectRequest) (kueue.ClusterSource, error)

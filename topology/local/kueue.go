@@ -82,23 +82,11 @@ type kueueProcess struct {
 	server webhook.Server
 }
 
-// writeKueueConfig renders the Kueue Configuration for spec into dir and
-// returns its path. The file is what `kueue --config` would read.
-func writeKueueConfig(dir string, spec topology.Spec) (string, error) {
-	k := spec.Kueue
-	cfg := configapi.Configuration{
-		TypeMeta:               metav1.TypeMeta{APIVersion: configapi.GroupVersion.String(), Kind: "Configuration"},
-		Namespace:              ptr.To(k.Namespace),
-		InternalCertManagement: &configapi.InternalCertManagement{Enable: ptr.To(false)},
-		Integrations:           &configapi.Integrations{Frameworks: k.Integrations},
-		MultiKueue: &configapi.MultiKueue{
-			GCInterval:        &metav1.Duration{Duration: spec.GCInterval},
-			Origin:            ptr.To(k.Origin),
-			WorkerLostTimeout: &metav1.Duration{Duration: spec.WorkerLostTimeout},
-			DispatcherName:    ptr.To(k.Dispatcher),
-		},
-		FeatureGates: k.FeatureGates,
-	}
+// writeKueueConfig writes the Kueue Configuration for spec and the
+// connector's needs into dir and returns its path. The file is what
+// `kueue --config` would read.
+func writeKueueConfig(dir string, spec topology.Spec, needs topology.KueueNeeds) (string, error) {
+	cfg := spec.KueueConfiguration(needs)
 	raw, err := yaml.Marshal(&cfg)
 	if err != nil {
 		return "", err

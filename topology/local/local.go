@@ -112,10 +112,6 @@ type Provider struct {
 // Name implements topology.Provider.
 func (p *Provider) Name() string { return "local" }
 
-// needsClusterProfiles reports whether the connector wants the ClusterProfile
-// CRD on the manager.
-type needsClusterProfiles interface{ NeedsClusterProfileCRD() bool }
-
 // Provision implements topology.Provider.
 func (p *Provider) Provision(ctx context.Context, spec topology.Spec) (*topology.Cluster, []*topology.Cluster, error) {
 	aopts := p.opts.Assets
@@ -145,10 +141,11 @@ func (p *Provider) Provision(ctx context.Context, spec topology.Spec) (*topology
 	p.root = root
 	p.mu.Unlock()
 
-	cpNeeded := p.opts.ClusterProfileCRD
-	if n, ok := spec.Connector.(needsClusterProfiles); ok && n.NeedsClusterProfileCRD() {
-		cpNeeded = true
+	needs, err := spec.Connector.KueueNeeds(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("connector %s: %w", spec.Connector.Name(), err)
 	}
+	cpNeeded := p.opts.ClusterProfileCRD || needs.ClusterProfileCRD
 	mgrCRDs, err := loadCRDs(ctx, crdSources(spec.Kueue.Integrations, cpNeeded))
 	if err != nil {
 		return nil, nil, err
@@ -161,7 +158,7 @@ func (p *Provider) Provision(ctx context.Context, spec topology.Spec) (*topology
 	if err != nil {
 		return nil, nil, err
 	}
-	kueueCfg, err := writeKueueConfig(root, spec)
+	kueueCfg, err := writeKueueConfig(root, spec, needs)
 	if err != nil {
 		return nil, nil, err
 	}
