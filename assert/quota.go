@@ -14,17 +14,20 @@ import (
 )
 
 // QuotaRespected checks, from the recorded history, that on every cluster
-// the usage admitted to the topology's ClusterQueue (the sum of
-// status.admission resource usage of the Workloads holding a reservation
-// there) never exceeded that cluster's quota, and that no workload was
-// dispatched to a worker (a remote copy created) while it held no reservation
-// on the manager: workloads beyond the manager's quota stay pending there.
+// the usage admitted to each ClusterQueue (the sum of status.admission
+// resource usage of the Workloads holding a reservation there) never exceeded
+// that ClusterQueue's quota as the cluster had it at that moment (observed,
+// not restated: see observe.QuotaLimit), and that no workload was dispatched
+// to a worker (a remote copy created) while it held no reservation on the
+// manager: workloads beyond the manager's quota stay pending there.
 //
 // A reservation counts from QuotaReserved until QuotaReleased, Finished or
 // deletion, as Kueue's cache counts it: an Evicted workload holds its quota
-// until the reservation is cleared. Violations before Checker.Since are not reported.
-// Quota borrowed through cohorts is not modelled: the topology's
-// ClusterQueues have none. It does not wait.
+// until the reservation is cleared. Violations before Checker.Since are not
+// reported. Borrowing is bounded by nominal quota + borrowingLimit for a
+// ClusterQueue in a cohort; a resource it may borrow without limit is not
+// judged (its bound lives in the cohort, which is not modelled). Flavors are
+// summed per resource. It does not wait.
 func (c *Checker) QuotaRespected(ctx context.Context) error {
 	// Problems are phrased once the events involved, and so the timeline's
 	// start, are known: their times read against that timeline.
@@ -35,9 +38,11 @@ func (c *Checker) QuotaRespected(ctx context.Context) error {
 		histories[k], _ = c.Obs.History(observe.KindWorkload, k.Namespace, k.Name)
 	}
 	involvedKeys := map[client.ObjectKey]bool{}
+	var quotaEvents []observe.Event
 	for _, cl := range c.Topo.Clusters() {
-		ps, ks := c.overQuota(cl.Name, keys, histories)
+		ps, ks, qs := c.overQuota(cl.Name, keys, histories)
 		found = append(found, ps...)
+		quotaEvents = append(quotaEvents, qs...)
 		for _, k := range ks {
 			involvedKeys[k] = true
 		}
@@ -63,7 +68,7 @@ func (c *Checker) QuotaRespected(ctx context.Context) error {
 	if len(found) == 0 {
 		return nil
 	}
-	var involved []observe.Event
+	involved := quotaEvents
 	for _, k := range keys { // in key order, each history once
 		if involvedKeys[k] {
 			involved = append(involved, histories[k]...)
@@ -76,95 +81,144 @@ func (c *Checker) QuotaRespected(ctx context.Context) error {
 	}
 	return c.fail(ctx, &Failure{
 		Assertion: "QuotaRespected",
-		Object:    fmt.Sprintf("ClusterQueue %s on every cluster", c.Topo.Spec.Queues.ClusterQueue),
-		Expected:  "admitted usage within each cluster's quota at every moment; nothing dispatched without a reservation on the manager",
+		Object:    "every ClusterQueue on every cluster",
+		Expected:  "admitted usage within each ClusterQueue's quota, as the cluster had it, at every moment; nothing dispatched without a reservation on the manager",
 		Problems:  problems,
 		Timeline:  c.timeline(involved),
 	})
 }
 
-// overQuota sweeps the reservations on cluster and reports each resource
-// whose admitted usage went over the quota, with the workloads holding it.
-func (c *Checker) overQuota(cluster string, keys []client.ObjectKey, histories map[client.ObjectKey][]observe.Event) ([]func(time.Time) string, []client.ObjectKey) {
+// overQuota sweeps the reservations on cluster, queue by queue, and reports
+// each resource whose admitted usage went over the queue's limit at that
+// moment, with the workloads holding it. It returns the problems, the
+// workloads involved and the quota events that set the limits broken.
+func (c *Checker) overQuota(cluster string, keys []client.ObjectKey, histories map[client.ObjectKey][]observe.Event) ([]func(time.Time) string, []client.ObjectKey, []observe.Event) {
 	type point struct {
 		at    time.Time
 		start bool
 		key   client.ObjectKey
 		usage corev1.ResourceList
 	}
-	var points []point
+	byQueue := map[string][]point{}
 	for _, k := range keys {
 		var open *point
+		openQueue := ""
 		for _, e := range histories[k] {
 			if e.Cluster != cluster {
 				continue
 			}
 			switch e.Type {
 			case observe.QuotaReserved:
-				if e.Queue == c.Topo.Spec.Queues.ClusterQueue && open == nil {
-					open = &point{at: e.Time, start: true, key: k, usage: e.Usage}
-					points = append(points, *open)
+				if open == nil && e.Queue != "" {
+					open, openQueue = &point{at: e.Time, start: true, key: k, usage: e.Usage}, e.Queue
+					byQueue[openQueue] = append(byQueue[openQueue], *open)
 				}
 			case observe.QuotaReleased, observe.Finished, observe.Deleted:
 				if open != nil {
-					points = append(points, point{at: e.Time, key: k, usage: open.usage})
+					byQueue[openQueue] = append(byQueue[openQueue], point{at: e.Time, key: k, usage: open.usage})
 					open = nil
 				}
 			}
 		}
 	}
-	slices.SortStableFunc(points, func(a, b point) int {
-		if c := a.at.Compare(b.at); c != 0 {
-			return c
-		}
-		if a.start == b.start {
-			return 0
-		}
-		if !a.start {
-			return -1 // releases first at equal times
-		}
-		return 1
-	})
-	quota := c.Topo.Spec.Quotas[cluster]
-	used := corev1.ResourceList{}
-	holders := map[client.ObjectKey]bool{}
-	reported := map[corev1.ResourceName]bool{}
+	queues := make([]string, 0, len(byQueue))
+	for q := range byQueue {
+		queues = append(queues, q)
+	}
+	slices.Sort(queues)
 	var problems []func(time.Time) string
 	var involved []client.ObjectKey
-	for _, p := range points {
-		for n, q := range p.usage {
-			cur := used[n]
-			if p.start {
-				cur.Add(q)
-			} else {
-				cur.Sub(q)
+	var quotaEvents []observe.Event
+	for _, queue := range queues {
+		points := byQueue[queue]
+		slices.SortStableFunc(points, func(a, b point) int {
+			if c := a.at.Compare(b.at); c != 0 {
+				return c
 			}
-			used[n] = cur
-		}
-		if p.start {
-			holders[p.key] = true
-		} else {
-			delete(holders, p.key)
-			continue
-		}
-		for n, limit := range quota {
-			u := used[n]
-			if u.Cmp(limit) <= 0 || reported[n] || p.at.Before(c.Since) {
+			if a.start == b.start {
+				return 0
+			}
+			if !a.start {
+				return -1 // releases first at equal times
+			}
+			return 1
+		})
+		limits := c.quotaHistory(cluster, queue)
+		used := corev1.ResourceList{}
+		holders := map[client.ObjectKey]bool{}
+		reported := map[corev1.ResourceName]bool{}
+		for _, p := range points {
+			for n, q := range p.usage {
+				cur := used[n]
+				if p.start {
+					cur.Add(q)
+				} else {
+					cur.Sub(q)
+				}
+				used[n] = cur
+			}
+			if p.start {
+				holders[p.key] = true
+			} else {
+				delete(holders, p.key)
 				continue
 			}
-			reported[n] = true
-			var names []string
-			for k := range holders {
-				names = append(names, k.String())
-				involved = append(involved, k)
+			set, ok := limitAt(limits, p.at)
+			if !ok || p.at.Before(c.Since) {
+				continue // the queue's quota was never observed: nothing to judge against
 			}
-			slices.Sort(names)
-			at, used, limit, n := p.at, u.String(), limit.String(), n
-			problems = append(problems, func(t0 time.Time) string {
-				return fmt.Sprintf("cluster %q: ClusterQueue %s admitted %s %s at %s, over its quota of %s, held by %s",
-					cluster, c.Topo.Spec.Queues.ClusterQueue, used, n, rel(at, t0), limit, strings.Join(names, ", "))
-			})
+			for n, limit := range set.Usage {
+				u := used[n]
+				if u.Cmp(limit) <= 0 || reported[n] {
+					continue
+				}
+				reported[n] = true
+				if k := len(quotaEvents); k == 0 || !quotaEvents[k-1].Time.Equal(set.Time) || quotaEvents[k-1].Name != set.Name {
+					quotaEvents = append(quotaEvents, set)
+				}
+				var names []string
+				for k := range holders {
+					names = append(names, k.String())
+					involved = append(involved, k)
+				}
+				slices.Sort(names)
+				at, used, limit, n, queue := p.at, u.String(), limit.String(), n, queue
+				problems = append(problems, func(t0 time.Time) string {
+					return fmt.Sprintf("cluster %q: ClusterQueue %s admitted %s %s at %s, over its quota of %s, held by %s",
+						cluster, queue, used, n, rel(at, t0), limit, strings.Join(names, ", "))
+				})
+			}
 		}
 	}
-	return problems, involved
+	return problems, involved, quotaEvents
+}
+
+// quotaHistory returns the QuotaSet events of a ClusterQueue on a cluster,
+// oldest first.
+func (c *Checker) quotaHistory(cluster, queue string) []observe.Event {
+	evs, _ := c.Obs.History(observe.KindClusterQueue, "", queue)
+	out := evs[:0]
+	for _, e := range evs {
+		if e.Cluster == cluster && e.Type == observe.QuotaSet {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// limitAt is the quota in force at t: the last QuotaSet at or before t, or,
+// when the reservation came before the Observer first saw the queue, the
+// first one seen (quotas rarely change; the timeline shows which was used).
+func limitAt(sets []observe.Event, t time.Time) (observe.Event, bool) {
+	if len(sets) == 0 {
+		return observe.Event{}, false
+	}
+	cur := sets[0]
+	for _, s := range sets[1:] {
+		if s.Time.After(t) {
+			break
+		}
+		cur = s
+	}
+	return cur, true
 }

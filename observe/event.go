@@ -66,7 +66,8 @@ type Event struct {
 	// Labels of interest at the time (origin, prebuilt-workload-name).
 	Labels map[string]string
 	// Queue and Usage, on QuotaReserved: the ClusterQueue and the resources
-	// the admission charged (status.admission).
+	// the admission charged (status.admission). On QuotaSet (a
+	// ClusterQueue), Usage is the queue's limit (QuotaLimit).
 	Queue string
 	Usage corev1.ResourceList
 }

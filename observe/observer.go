@@ -29,8 +29,9 @@ type Options struct {
 	WrapTransport func(cluster string, rt http.RoundTripper) http.RoundTripper
 }
 
-// Observer records the transitions of Workloads, Jobs and MultiKueueClusters
-// on every cluster of a topology. It is safe for concurrent use.
+// Observer records the transitions of Workloads, job objects, ClusterQueues'
+// quotas and MultiKueueClusters on every cluster of a topology. It is safe
+// for concurrent use.
 type Observer struct {
 	clusters []string
 	jobKinds []Kind
@@ -117,7 +118,7 @@ func (o *Observer) watchCluster(ctx context.Context, c *topology.Cluster) error 
 		obj  client.Object
 		kind Kind
 	}
-	kinds := []watched{{&kueue.Workload{}, KindWorkload}}
+	kinds := []watched{{&kueue.Workload{}, KindWorkload}, {&kueue.ClusterQueue{}, KindClusterQueue}}
 	for _, k := range o.jobKinds {
 		obj, err := NewJobObject(k)
 		if err != nil {
@@ -183,6 +184,8 @@ func (o *Observer) observe(cluster string, kind Kind, obj any, deleted bool) {
 		cur = workloadSnapshot(v)
 	case *kueue.MultiKueueCluster:
 		cur = clusterSnapshot(v)
+	case *kueue.ClusterQueue:
+		cur = clusterQueueSnapshot(v)
 	default:
 		st, ok := JobStateOf(co)
 		if !ok {

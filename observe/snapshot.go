@@ -12,14 +12,29 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	controllerconstants "sigs.k8s.io/kueue/pkg/controller/constants"
 )
 
-// Labels Kueue puts on remote copies.
+// Labels Kueue puts on objects, as Kueue's own constants: MultiKueue labels
+// every remote copy (Workload and job object) with LabelOrigin, and a remote
+// job object also with LabelPrebuiltWorkload; LabelJobUID ties a Workload to
+// its job.
 const (
 	LabelOrigin           = kueue.MultiKueueOriginLabel
-	LabelPrebuiltWorkload = "kueue.x-k8s.io/prebuilt-workload-name"
-	LabelJobUID           = "kueue.x-k8s.io/job-uid"
+	LabelPrebuiltWorkload = controllerconstants.PrebuiltWorkloadLabel
+	LabelJobUID           = controllerconstants.JobUIDLabel
 )
+
+// FromMultiKueue reports whether labels mark an object as one MultiKueue
+// created on a worker: it carries LabelOrigin. A worker's object of the same
+// kind, namespace and name without it (its own Job, a Workload someone
+// created there) is foreign: a name match alone never makes a copy. A
+// prebuilt-workload-name label alone does not count either: it is also how a
+// worker's own Job names a Workload prebuilt there.
+func FromMultiKueue(labels map[string]string) bool {
+	_, ok := labels[LabelOrigin]
+	return ok
+}
 
 // snapshot is the little that is kept of an object's last state on one
 // cluster: enough to tell which transitions a new version makes.
@@ -167,6 +182,11 @@ func diff(base Event, prev, cur *snapshot) []Event {
 			if prev.checks[n] != cur.checks[n] {
 				add(CheckState, n+"="+cur.checks[n], []string{n, cur.checks[n]})
 			}
+		}
+	case KindClusterQueue:
+		if cur.jobStatus != prev.jobStatus {
+			add(QuotaSet, cur.jobStatus, nil)
+			out[len(out)-1].Usage = cur.usage
 		}
 	case KindMultiKueueCluster:
 		if cur.jobStatus != prev.jobStatus {
