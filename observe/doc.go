@@ -6,8 +6,13 @@
 // into transitions with a timestamp and the cluster's name: quota reserved,
 // admitted, evicted, finished, deleted, nominatedClusterNames and clusterName
 // changes, admission-check states, remote copies created and deleted (each
-// with its UID, so a reused name is a new object), job status changes, MultiKueueCluster Active changes. Assertions judge this
+// with its UID, so a reused name is a new object), job status changes, spec
+// and label changes (Modified), MultiKueueCluster Active changes. Assertions judge this
 // history, so a violation that lasts 300 ms is still seen after it is gone.
+//
+// Each event carries the object's MultiKueue labels (origin,
+// prebuilt-workload-name): FromMultiKueue tells a remote copy from a worker's
+// own object that merely has the same name.
 //
 // Memory is bounded: the Observer keeps, per object, its last state on each
 // cluster and at most Options.MaxEventsPerObject transitions; it never keeps

@@ -43,6 +43,10 @@ const (
 	JobSucceeded   Type = "Succeeded"
 	JobFailed      Type = "Failed"
 	JobStatus      Type = "Status"
+	// Modified: a Workload's or job object's spec (a new
+	// metadata.generation, unless the change flipped suspend, which
+	// Suspended/Unsuspended tell) or labels changed. Detail says which.
+	Modified Type = "Modified"
 	// MultiKueueCluster transitions.
 	ClusterActive   Type = "Active"
 	ClusterInactive Type = "Inactive"

@@ -2,6 +2,7 @@ package observe
 
 import (
 	"fmt"
+	"hash/fnv"
 	"slices"
 	"strings"
 
@@ -47,8 +48,12 @@ type snapshot struct {
 	jobStatus   string
 	reason      map[Type]string
 	labels      map[string]string
-	queue       string
-	usage       corev1.ResourceList
+	// generation and labelSum (a digest of all labels) tell a Modified
+	// transition: a spec or label change that no other transition explains.
+	generation int64
+	labelSum   uint64
+	queue      string
+	usage      corev1.ResourceList
 }
 
 func condTrue(conds []metav1.Condition, t string) (bool, string) {
@@ -72,8 +77,27 @@ func keptLabels(l map[string]string) map[string]string {
 	return out
 }
 
+// labelDigest is a digest of every label: two label sets differ when their
+// digests do (up to hash collisions, which only hide a Modified transition).
+func labelDigest(l map[string]string) uint64 {
+	keys := make([]string, 0, len(l))
+	for k := range l {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	h := fnv.New64a()
+	for _, k := range keys {
+		h.Write([]byte(k))
+		h.Write([]byte{0})
+		h.Write([]byte(l[k]))
+		h.Write([]byte{0})
+	}
+	return h.Sum64()
+}
+
 func workloadSnapshot(wl *kueue.Workload) *snapshot {
-	s := &snapshot{flags: map[Type]bool{}, reason: map[Type]string{}, checks: map[string]string{}, labels: keptLabels(wl.Labels)}
+	s := &snapshot{flags: map[Type]bool{}, reason: map[Type]string{}, checks: map[string]string{}, labels: keptLabels(wl.Labels),
+		generation: wl.Generation, labelSum: labelDigest(wl.Labels)}
 	s.uid = wl.UID
 	s.flags[DeletionRequested] = !wl.DeletionTimestamp.IsZero()
 	for t, cond := range map[Type]string{
@@ -102,7 +126,8 @@ func workloadSnapshot(wl *kueue.Workload) *snapshot {
 }
 
 func jobSnapshot(obj client.Object, st JobState) *snapshot {
-	s := &snapshot{uid: obj.GetUID(), flags: map[Type]bool{}, reason: map[Type]string{}, labels: keptLabels(obj.GetLabels())}
+	s := &snapshot{uid: obj.GetUID(), flags: map[Type]bool{}, reason: map[Type]string{}, labels: keptLabels(obj.GetLabels()),
+		generation: obj.GetGeneration(), labelSum: labelDigest(obj.GetLabels())}
 	s.flags[DeletionRequested] = !obj.GetDeletionTimestamp().IsZero()
 	s.flags[JobSuspended] = st.Suspended
 	s.flags[JobStarted] = st.Started
@@ -132,6 +157,7 @@ func clusterSnapshot(c *kueue.MultiKueueCluster) *snapshot {
 // cur. base is a template carrying time, cluster, kind and name.
 func diff(base Event, prev, cur *snapshot) []Event {
 	var out []Event
+	created := false
 	add := func(t Type, detail string, values []string) {
 		e := base
 		e.Type, e.Detail, e.Values, e.Labels = t, detail, values, cur.labels
@@ -149,6 +175,7 @@ func diff(base Event, prev, cur *snapshot) []Event {
 		}
 		add(Created, detail, nil)
 		prev = &snapshot{flags: map[Type]bool{}, checks: map[string]string{}}
+		created = true
 	}
 	if cur.flags[DeletionRequested] && !prev.flags[DeletionRequested] {
 		add(DeletionRequested, "", nil)
@@ -212,6 +239,22 @@ func diff(base Event, prev, cur *snapshot) []Event {
 		if cur.jobStatus != prev.jobStatus {
 			add(JobStatus, cur.jobStatus, nil)
 		}
+	}
+	if created || base.Kind == KindMultiKueueCluster {
+		return out
+	}
+	// A spec change shows as a new generation; one that flips suspend is
+	// already told by Suspended/Unsuspended (the worker's own Kueue does
+	// that to its Jobs). Labels are compared whole.
+	var what []string
+	if cur.generation != prev.generation && cur.flags[JobSuspended] == prev.flags[JobSuspended] {
+		what = append(what, fmt.Sprintf("spec (generation %d)", cur.generation))
+	}
+	if cur.labelSum != prev.labelSum {
+		what = append(what, "labels")
+	}
+	if len(what) > 0 {
+		add(Modified, strings.Join(what, ", "), what)
 	}
 	return out
 }

@@ -85,3 +85,49 @@ func TestNewUIDUnderTheSameNameIsANewObject(t *testing.T) {
 		t.Fatalf("got %v, want %v", got, want)
 	}
 }
+
+// A spec or label change shows as Modified, unless a suspend flip already
+// tells it (the worker's own Kueue suspends and unsuspends its Jobs).
+func TestDiffJobModified(t *testing.T) {
+	base := Event{Time: time.Unix(0, 0), Cluster: "worker-1", Kind: KindJob, Namespace: "ns", Name: "j"}
+	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Generation: 1, Labels: map[string]string{"app": "x"}}}
+	job.Spec.Suspend = ptr.To(true)
+	snap := func() *snapshot { st, _ := JobStateOf(job); return jobSnapshot(job, st) }
+	created := snap()
+	if got := typesOf(diff(base, nil, created)); len(got) != 3 || got[0] != Created || got[1] != JobSuspended || got[2] != JobStatus {
+		t.Fatalf("created: %v", got)
+	}
+	job.Generation, job.Spec.Suspend = 2, ptr.To(false)
+	unsuspended := snap()
+	if got := typesOf(diff(base, created, unsuspended)); len(got) != 1 || got[0] != JobUnsuspended {
+		t.Fatalf("unsuspended: %v, want no Modified", got)
+	}
+	job.Generation = 3
+	specChanged := snap()
+	evs := diff(base, unsuspended, specChanged)
+	if len(evs) != 1 || evs[0].Type != Modified || evs[0].Detail != "spec (generation 3)" {
+		t.Fatalf("spec change: %+v", evs)
+	}
+	job.Labels = map[string]string{"app": "y"}
+	evs = diff(base, specChanged, snap())
+	if len(evs) != 1 || evs[0].Type != Modified || evs[0].Detail != "labels" {
+		t.Fatalf("label change: %+v", evs)
+	}
+}
+
+func TestFromMultiKueue(t *testing.T) {
+	for _, c := range []struct {
+		labels map[string]string
+		want   bool
+	}{
+		{nil, false},
+		{map[string]string{"app": "x"}, false},
+		{map[string]string{LabelPrebuiltWorkload: "wl"}, false}, // a worker's own prebuilt-workload Job
+		{map[string]string{LabelOrigin: "multikueue"}, true},
+		{map[string]string{LabelOrigin: "multikueue", LabelPrebuiltWorkload: "wl"}, true},
+	} {
+		if got := FromMultiKueue(c.labels); got != c.want {
+			t.Errorf("FromMultiKueue(%v) = %t, want %t", c.labels, got, c.want)
+		}
+	}
+}
