@@ -20,6 +20,7 @@ import (
 	"github.com/multikueue-testkit/testkit/assert"
 	"github.com/multikueue-testkit/testkit/scenario"
 	"github.com/multikueue-testkit/testkit/scenario/envfuncs"
+	"github.com/multikueue-testkit/testkit/scenario/envfuncs/localenv"
 	"github.com/multikueue-testkit/testkit/topology"
 	"github.com/multikueue-testkit/testkit/topology/local"
 	"github.com/multikueue-testkit/testkit/workload"
@@ -29,7 +30,7 @@ var testenv env.Environment
 
 func TestMain(m *testing.M) {
 	testenv = env.New()
-	testenv.Setup(envfuncs.SetupLocal(topology.Options{Workers: 3, Progress: os.Stderr}, local.Options{}))
+	testenv.Setup(localenv.SetupLocal(topology.Options{Workers: 3, Progress: os.Stderr}, local.Options{}))
 	testenv.Finish(envfuncs.Teardown())
 	os.Exit(testenv.Run(m))
 }
