@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
@@ -35,6 +36,11 @@ type KubeconfigSecret struct {
 	// SecretName returns the manager Secret's name for a worker; default
 	// "multikueue-<worker>".
 	SecretName func(worker string) string
+	// Guard installs InstallGuard on each worker for the ServiceAccount:
+	// MultiKueue may then update or delete only the Workloads and job
+	// objects it created (kueue.x-k8s.io/multikueue-origin label). The local
+	// topology turns it on by default.
+	Guard bool
 }
 
 var _ topology.Connector = KubeconfigSecret{}
@@ -56,6 +62,11 @@ func (k KubeconfigSecret) Connect(ctx context.Context, req topology.ConnectReque
 	token, err := k.workerToken(ctx, req)
 	if err != nil {
 		return kueue.ClusterSource{}, err
+	}
+	if k.Guard {
+		if err := InstallGuard(ctx, req.Worker, k.serviceAccount(req), req.Integrations); err != nil {
+			return kueue.ClusterSource{}, err
+		}
 	}
 	kc, err := TokenKubeconfig(req.Worker, token)
 	if err != nil {
@@ -79,14 +90,8 @@ func (k KubeconfigSecret) Connect(ctx context.Context, req topology.ConnectReque
 // worker and returns a fresh bound token for the ServiceAccount.
 func (k KubeconfigSecret) workerToken(ctx context.Context, req topology.ConnectRequest) (string, error) {
 	w := req.Worker
-	ns := k.Namespace
-	if ns == "" {
-		ns = req.KueueNamespace
-	}
-	sa := k.ServiceAccount
-	if sa == "" {
-		sa = "multikueue-" + req.Manager.Name
-	}
+	key := k.serviceAccount(req)
+	ns, sa := key.Namespace, key.Name
 	for _, obj := range []struct {
 		o      client.Object
 		mutate func()
@@ -122,6 +127,18 @@ func (k KubeconfigSecret) workerToken(ctx context.Context, req topology.ConnectR
 		return "", fmt.Errorf("cluster %q: TokenRequest for ServiceAccount %s/%s returned no token", w.Name, ns, sa)
 	}
 	return tr.Status.Token, nil
+}
+
+// serviceAccount is the worker ServiceAccount MultiKueue acts as.
+func (k KubeconfigSecret) serviceAccount(req topology.ConnectRequest) types.NamespacedName {
+	key := types.NamespacedName{Namespace: k.Namespace, Name: k.ServiceAccount}
+	if key.Namespace == "" {
+		key.Namespace = req.KueueNamespace
+	}
+	if key.Name == "" {
+		key.Name = "multikueue-" + req.Manager.Name
+	}
+	return key
 }
 
 // TokenKubeconfig builds a kubeconfig for c's API server, at the address the
