@@ -80,13 +80,14 @@ func installLogger(l *logr.Logger) {
 const startTimeout = 2 * time.Minute
 
 // New starts a local topology: it provisions the clusters, connects the
-// workers (by default with connect.KubeconfigSecret), creates the MultiKueue
+// workers (by default with connect.KubeconfigSecret{Guard: true}: MultiKueue
+// may change on a worker only what it created), creates the MultiKueue
 // objects and waits until they are Active. Close the topology when done;
 // topo.CloseWith(t) does it from t.Cleanup.
 func New(ctx context.Context, opts topology.Options, lopts Options) (*topology.Topology, error) {
 	installLogger(lopts.Logger)
 	if opts.Connector == nil {
-		opts.Connector = connect.KubeconfigSecret{}
+		opts.Connector = connect.KubeconfigSecret{Guard: true}
 	}
 	return topology.New(ctx, NewProvider(lopts), opts)
 }
