@@ -1,0 +1,126 @@
+package install
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/multikueue-testkit/testkit/internal/modsrc"
+)
+
+// chartSource is a chart inside a pinned Go module: the chart is read from
+// the module cache at the version this binary links, never copied into this
+// repository.
+type chartSource struct {
+	// name is the component ("kueue", "jobset") for messages.
+	name string
+	// module is the Go module path (modsrc.Kueue, ...).
+	module string
+	// dir is the chart's directory inside the module.
+	dir string
+}
+
+func kueueChart() chartSource {
+	return chartSource{name: "kueue", module: modsrc.Kueue, dir: "charts/kueue"}
+}
+
+func jobSetChart() chartSource {
+	return chartSource{name: "jobset", module: modsrc.JobSet, dir: "charts/jobset"}
+}
+
+// loadedChart is a chart with the version of the module it came from (the
+// released image tag).
+type loadedChart struct {
+	chart *chart.Chart
+	// path is the chart directory.
+	path string
+	// moduleVersion is the Go module version ("v0.17.0"), or "" when the chart
+	// came from an explicit directory.
+	moduleVersion string
+}
+
+func (l *loadedChart) String() string {
+	return fmt.Sprintf("%s %s (%s)", l.chart.Name(), l.chart.Metadata.Version, l.path)
+}
+
+// load reads the chart from override when it is set, else from the module.
+func (s chartSource) load(ctx context.Context, override string) (*loadedChart, error) {
+	path, version := override, ""
+	if path == "" {
+		root, err := modsrc.Dir(ctx, s.module)
+		if err != nil {
+			return nil, fmt.Errorf("install: locating the %s chart: %w", s.name, err)
+		}
+		path = filepath.Join(root, filepath.FromSlash(s.dir))
+		if i := strings.LastIndex(root, "@"); i >= 0 {
+			version = root[i+1:]
+		}
+	}
+	ch, err := loader.Load(path)
+	if err != nil {
+		return nil, fmt.Errorf("install: loading the %s chart from %s: %w", s.name, path, err)
+	}
+	return &loadedChart{chart: ch, path: path, moduleVersion: version}, nil
+}
+
+// renderKubeVersion is the Kubernetes version offline rendering assumes: the
+// minor of the pinned client libraries (k8s.io/* v0.35).
+const renderKubeVersion = "v1.35.0"
+
+// render renders the chart offline (Helm's install action with DryRun and
+// ClientOnly, as `helm template` does) and returns the manifest. includeCRDs
+// adds the chart's crds/ directory (Kueue keeps its CRDs in templates/, so
+// they are always rendered; JobSet keeps them in crds/).
+func render(ch *chart.Chart, releaseName, namespace string, values map[string]any, includeCRDs bool) (string, error) {
+	kv, err := chartutil.ParseKubeVersion(renderKubeVersion)
+	if err != nil {
+		return "", err
+	}
+	inst := action.NewInstall(&action.Configuration{Log: func(string, ...any) {}})
+	inst.DryRun = true
+	inst.ClientOnly = true
+	inst.ReleaseName = releaseName
+	inst.Namespace = namespace
+	inst.KubeVersion = kv
+	inst.IncludeCRDs = includeCRDs
+	rel, err := inst.Run(ch, values)
+	if err != nil {
+		return "", fmt.Errorf("install: rendering chart %s %s as release %q in namespace %q: %w", ch.Name(), ch.Metadata.Version, releaseName, namespace, err)
+	}
+	return rel.Manifest, nil
+}
+
+// decodeManifest splits a rendered manifest into objects, skipping empty
+// documents.
+func decodeManifest(manifest string) ([]*unstructured.Unstructured, error) {
+	dec := yaml.NewYAMLOrJSONDecoder(bytes.NewReader([]byte(manifest)), 4096)
+	var out []*unstructured.Unstructured
+	for {
+		var m map[string]any
+		if err := dec.Decode(&m); err != nil {
+			if errors.Is(err, io.EOF) {
+				return out, nil
+			}
+			return nil, fmt.Errorf("install: decoding the rendered manifest (object %d): %w", len(out)+1, err)
+		}
+		if len(m) == 0 {
+			continue
+		}
+		u := &unstructured.Unstructured{Object: m}
+		if u.GetKind() == "" || u.GetAPIVersion() == "" {
+			return nil, fmt.Errorf("install: rendered object %d has no kind or apiVersion", len(out)+1)
+		}
+		out = append(out, u)
+	}
+}

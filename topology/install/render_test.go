@@ -1,0 +1,316 @@
+package install_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
+	configapi "sigs.k8s.io/kueue/apis/config/v1beta2"
+	kueueconfig "sigs.k8s.io/kueue/pkg/config"
+	// Registers Kueue's integrations, which config.Load validates against,
+	// as cmd/kueue does.
+	_ "sigs.k8s.io/kueue/pkg/controller/jobs"
+
+	"github.com/multikueue-testkit/testkit/topology"
+	"github.com/multikueue-testkit/testkit/topology/install"
+)
+
+// renderCase is a Kueue installation with every in-process setting away from
+// its default, so that a value lost between Spec.KueueConfiguration and the
+// chart shows.
+func renderCase(t *testing.T) (install.KueueOptions, configapi.Configuration) {
+	t.Helper()
+	spec, err := topology.Options{
+		Workers: 2,
+		Kueue: topology.KueueOptions{
+			Namespace:         "kueue-mk",
+			Integrations:      []string{topology.IntegrationBatchJob, topology.IntegrationJobSet},
+			Dispatcher:        topology.DispatcherIncremental,
+			GCInterval:        ptr.To(37 * time.Second),
+			WorkerLostTimeout: ptr.To(4 * time.Minute),
+			Origin:            "testkit-origin",
+			FeatureGates:      map[string]bool{"MultiKueueAllowInsecureKubeconfigs": true, "VisibilityOnDemand": false},
+		},
+	}.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	needs := topology.KueueNeeds{
+		ClusterProfileCRD: true,
+		FeatureGates:      map[string]bool{"MultiKueueClusterProfile": true},
+		CredentialsProviders: []configapi.ClusterProfileCredentialsProvider{{
+			Name: "secretreader",
+			ExecConfig: clientcmdapi.ExecConfig{
+				Command:            "/plugins/secretreader-plugin",
+				Args:               []string{"--verbose"},
+				APIVersion:         "client.authentication.k8s.io/v1",
+				ProvideClusterInfo: true,
+				InteractiveMode:    clientcmdapi.NeverExecInteractiveMode,
+			},
+		}},
+	}
+	return install.KueueOptions{Spec: spec, Needs: needs}, spec.KueueConfiguration(needs)
+}
+
+func find(t *testing.T, objs []*unstructured.Unstructured, kind, name string) *unstructured.Unstructured {
+	t.Helper()
+	for _, o := range objs {
+		if o.GetKind() == kind && o.GetName() == name {
+			return o
+		}
+	}
+	t.Fatalf("rendered chart has no %s %q", kind, name)
+	return nil
+}
+
+func countKinds(objs []*unstructured.Unstructured) string {
+	n := map[string]int{}
+	for _, o := range objs {
+		n[o.GetKind()]++
+	}
+	kinds := make([]string, 0, len(n))
+	for k := range n {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	var sb strings.Builder
+	for _, k := range kinds {
+		fmt.Fprintf(&sb, "%s=%d ", k, n[k])
+	}
+	return strings.TrimSpace(sb.String())
+}
+
+// TestRenderKueue renders the chart of the pinned Kueue module offline and
+// checks that the Deployment runs the released image and that Kueue's own
+// config loader, reading the manager ConfigMap as cmd/kueue does, gets the
+// configuration the local topology runs in-process.
+func TestRenderKueue(t *testing.T) {
+	ctx := context.Background()
+	opts, want := renderCase(t)
+	start := time.Now()
+	r, err := install.RenderKueue(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("rendered %s in %s: %d objects: %s", r.Chart, time.Since(start).Round(time.Millisecond), len(r.Objects), countKinds(r.Objects))
+
+	// The Deployment: released image, IfNotPresent, gates on the command line.
+	d := &appsv1.Deployment{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(find(t, r.Objects, "Deployment", "kueue-controller-manager").Object, d); err != nil {
+		t.Fatal(err)
+	}
+	if d.Namespace != "kueue-mk" {
+		t.Errorf("Deployment namespace %q, want kueue-mk", d.Namespace)
+	}
+	if got := *d.Spec.Replicas; got != 1 {
+		t.Errorf("replicas %d, want 1", got)
+	}
+	mgr := d.Spec.Template.Spec.Containers[0]
+	if mgr.Image != "registry.k8s.io/kueue/kueue:v0.17.0" || mgr.ImagePullPolicy != corev1.PullIfNotPresent {
+		t.Errorf("manager image %s pull %s, want registry.k8s.io/kueue/kueue:v0.17.0 IfNotPresent", mgr.Image, mgr.ImagePullPolicy)
+	}
+	var gateFlag string
+	for _, a := range mgr.Args {
+		if v, ok := strings.CutPrefix(a, "--feature-gates="); ok {
+			gateFlag = v
+		}
+	}
+	if wantFlag := "MultiKueueAllowInsecureKubeconfigs=true,MultiKueueClusterProfile=true,VisibilityOnDemand=false"; gateFlag != wantFlag {
+		t.Errorf("--feature-gates=%q, want %q (args %q)", gateFlag, wantFlag, mgr.Args)
+	}
+	gates := map[string]bool{}
+	for _, kv := range strings.Split(gateFlag, ",") {
+		k, v, _ := strings.Cut(kv, "=")
+		gates[k] = v == "true"
+	}
+	if !reflect.DeepEqual(gates, want.FeatureGates) || !reflect.DeepEqual(r.FeatureGates, want.FeatureGates) {
+		t.Errorf("feature gates: flag %v, render %v; want %v", gates, r.FeatureGates, want.FeatureGates)
+	}
+
+	// The manager ConfigMap, loaded with Kueue's own loader (defaults and
+	// validation included), as /manager --config does.
+	cm := find(t, r.Objects, "ConfigMap", "kueue-manager-config")
+	data, _, _ := unstructured.NestedString(cm.Object, "data", "controller_manager_config.yaml")
+	path := filepath.Join(t.TempDir(), "controller_manager_config.yaml")
+	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	scheme := runtime.NewScheme()
+	if err := configapi.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	_, got, err := kueueconfig.Load(scheme, path)
+	if err != nil {
+		t.Fatalf("Kueue's config.Load refuses the rendered configuration: %v\n%s", err, data)
+	}
+	if errs := kueueconfig.ValidateFeatureGates(gateFlag, got.FeatureGates); len(errs) > 0 {
+		t.Errorf("Kueue refuses the rendered feature gates: %v", errs.ToAggregate())
+	}
+	if got.FeatureGates != nil {
+		t.Errorf("configuration has featureGates %v; Kueue refuses them together with --feature-gates", got.FeatureGates)
+	}
+	for _, f := range []struct {
+		field     string
+		got, want any
+	}{
+		{"namespace", got.Namespace, want.Namespace},
+		{"integrations.frameworks", got.Integrations.Frameworks, want.Integrations.Frameworks},
+		{"multiKueue.gcInterval", got.MultiKueue.GCInterval, want.MultiKueue.GCInterval},
+		{"multiKueue.origin", got.MultiKueue.Origin, want.MultiKueue.Origin},
+		{"multiKueue.workerLostTimeout", got.MultiKueue.WorkerLostTimeout, want.MultiKueue.WorkerLostTimeout},
+		{"multiKueue.dispatcherName", got.MultiKueue.DispatcherName, want.MultiKueue.DispatcherName},
+		{"multiKueue.clusterProfile", got.MultiKueue.ClusterProfile, want.MultiKueue.ClusterProfile},
+		{"manageJobsWithoutQueueName", got.ManageJobsWithoutQueueName, want.ManageJobsWithoutQueueName},
+	} {
+		if !reflect.DeepEqual(f.got, f.want) {
+			t.Errorf("%s: rendered %s, in-process %s", f.field, show(f.got), show(f.want))
+		}
+	}
+	if !reflect.DeepEqual(r.Config.MultiKueue, want.MultiKueue) {
+		t.Errorf("KueueRender.Config.MultiKueue %s, want %s", show(r.Config.MultiKueue), show(want.MultiKueue))
+	}
+
+	// What a Deployment needs and the in-process configuration leaves out.
+	icm := got.InternalCertManagement
+	if icm == nil || !*icm.Enable || *icm.WebhookServiceName != "kueue-webhook-service" || *icm.WebhookSecretName != "kueue-webhook-server-cert" {
+		t.Errorf("internalCertManagement %s, want enabled with kueue-webhook-service / kueue-webhook-server-cert", show(icm))
+	}
+	find(t, r.Objects, "Service", *icm.WebhookServiceName)
+	find(t, r.Objects, "Secret", *icm.WebhookSecretName)
+	for _, v := range d.Spec.Template.Spec.Volumes {
+		if v.Name == "cert" && (v.Secret == nil || v.Secret.SecretName != *icm.WebhookSecretName) {
+			t.Errorf("Deployment mounts certificates from %s, Kueue writes them to Secret %s", show(v.Secret), *icm.WebhookSecretName)
+		}
+	}
+	for _, kind := range []string{"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"} {
+		// Kueue's cert manager derives these names from the webhook Service.
+		find(t, r.Objects, kind, "kueue-"+strings.ToLower(strings.TrimSuffix(kind, "WebhookConfiguration"))+"-webhook-configuration")
+	}
+	if le := got.LeaderElection; le == nil || !*le.LeaderElect || le.ResourceName != configapi.DefaultLeaderElectionID {
+		t.Errorf("leaderElection %s, want leaderElect with Lease %s (the chart's default)", show(le), configapi.DefaultLeaderElectionID)
+	}
+	if got.Health.HealthProbeBindAddress != ":8081" || got.Metrics.BindAddress != ":8443" || *got.Webhook.Port != 9443 {
+		t.Errorf("health %q metrics %q webhook port %d; want the chart's :8081 :8443 9443 (the probes and Services use them)", got.Health.HealthProbeBindAddress, got.Metrics.BindAddress, *got.Webhook.Port)
+	}
+	if mgr.ReadinessProbe == nil || mgr.ReadinessProbe.HTTPGet.Port.IntValue() != 8081 {
+		t.Errorf("readiness probe %s, want port 8081", show(mgr.ReadinessProbe))
+	}
+	if got.ClientConnection == nil || *got.ClientConnection.QPS != 50 {
+		t.Errorf("clientConnection %s, want the chart's qps 50", show(got.ClientConnection))
+	}
+	for _, o := range r.Objects {
+		if o.GetKind() == "CustomResourceDefinition" || strings.HasPrefix(o.GetKind(), "Cluster") || strings.HasSuffix(o.GetKind(), "WebhookConfiguration") || o.GetKind() == "APIService" {
+			continue
+		}
+		if o.GetKind() == "RoleBinding" && o.GetName() == "kueue-visibility-server-auth-reader" {
+			// The extension-apiserver-authentication reader binding lives in kube-system.
+			continue
+		}
+		if o.GetNamespace() != "kueue-mk" {
+			t.Errorf("%s %s: namespace %q, want kueue-mk", o.GetKind(), o.GetName(), o.GetNamespace())
+		}
+	}
+}
+
+// TestRenderKueueOptions checks the options that change the rendering:
+// release name, replicas, image and extra values; and the refusals.
+func TestRenderKueueOptions(t *testing.T) {
+	ctx := context.Background()
+	opts, _ := renderCase(t)
+	opts.ReleaseName = "mk"
+	opts.Replicas = 2
+	opts.Image = install.Image{Repository: "example.test/kueue", Tag: "dev"}
+	opts.Values = map[string]any{"controllerManager": map[string]any{"nodeSelector": map[string]any{"role": "infra"}}}
+	r, err := install.RenderKueue(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &appsv1.Deployment{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(find(t, r.Objects, "Deployment", "mk-controller-manager").Object, d); err != nil {
+		t.Fatal(err)
+	}
+	c := d.Spec.Template.Spec.Containers[0]
+	if *d.Spec.Replicas != 2 || c.Image != "example.test/kueue:dev" || c.ImagePullPolicy != corev1.PullIfNotPresent || d.Spec.Template.Spec.NodeSelector["role"] != "infra" {
+		t.Errorf("replicas %d image %s %s nodeSelector %v; want 2, example.test/kueue:dev IfNotPresent, role=infra", *d.Spec.Replicas, c.Image, c.ImagePullPolicy, d.Spec.Template.Spec.NodeSelector)
+	}
+	if n := *r.Config.InternalCertManagement.WebhookServiceName; n != "mk-webhook-service" {
+		t.Errorf("webhookServiceName %q, want mk-webhook-service", n)
+	}
+	find(t, r.Objects, "Service", "mk-webhook-service")
+
+	for _, tc := range []struct {
+		name  string
+		edit  func(*install.KueueOptions)
+		field string
+	}{
+		{"unresolved spec", func(o *install.KueueOptions) { o.Spec = topology.Spec{} }, "KueueOptions.Spec"},
+		{"bad release name", func(o *install.KueueOptions) { o.ReleaseName = "Kueue_1" }, "KueueOptions.ReleaseName"},
+		{"long release name", func(o *install.KueueOptions) { o.ReleaseName = strings.Repeat("k", 29) }, "KueueOptions.ReleaseName"},
+		{"negative replicas", func(o *install.KueueOptions) { o.Replicas = -1 }, "KueueOptions.Replicas"},
+		{"manager config in values", func(o *install.KueueOptions) { o.Values = map[string]any{"managerConfig": map[string]any{}} }, `KueueOptions.Values["managerConfig"]`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o, _ := renderCase(t)
+			tc.edit(&o)
+			_, err := install.RenderKueue(ctx, o)
+			if err == nil || !strings.Contains(err.Error(), tc.field) {
+				t.Fatalf("error %v, want one naming %s", err, tc.field)
+			}
+		})
+	}
+}
+
+// TestRenderJobSet renders the chart of the pinned JobSet module: released
+// image, CRD included.
+func TestRenderJobSet(t *testing.T) {
+	start := time.Now()
+	r, err := install.RenderJobSet(context.Background(), install.JobSetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("rendered %s in %s: %d objects: %s", r.Chart, time.Since(start).Round(time.Millisecond), len(r.Objects), countKinds(r.Objects))
+	find(t, r.Objects, "CustomResourceDefinition", "jobsets.jobset.x-k8s.io")
+	var images []string
+	for _, o := range r.Objects {
+		if o.GetKind() != "Deployment" {
+			continue
+		}
+		d := &appsv1.Deployment{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, d); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range d.Spec.Template.Spec.Containers {
+			images = append(images, c.Image+" "+string(c.ImagePullPolicy))
+		}
+	}
+	if want := []string{"registry.k8s.io/jobset/jobset:v0.11.1 IfNotPresent"}; !reflect.DeepEqual(images, want) {
+		t.Errorf("JobSet images %q, want %q", images, want)
+	}
+}
+
+func TestKubeRayHasNoChart(t *testing.T) {
+	if err := install.KubeRay(context.Background()); err != install.ErrNoKubeRayChart {
+		t.Fatalf("KubeRay: %v, want ErrNoKubeRayChart", err)
+	}
+}
+
+func show(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "<" + err.Error() + ">"
+	}
+	return string(b)
+}
