@@ -24,6 +24,12 @@ import (
 //   - the remote job object was created on W only, carrying
 //     kueue.x-k8s.io/prebuilt-workload-name=<workload>, and on no other worker.
 //
+// Remote copies are told by MultiKueue's origin label, never by name: a
+// worker's own object of the same name (foreign) is not blamed as a copy.
+// When W got no copy because a foreign job object of that name was there
+// (MultiKueue then never creates its own, kubernetes-sigs/kueue#12404), it
+// says so.
+//
 // A cycle starts when the manager's clusterName is set or, if earlier, when
 // the remote job appears on that worker (MultiKueue creates it before its
 // status write lands).
@@ -45,7 +51,7 @@ func (c *Checker) ExactlyOnceAdmitted(ctx context.Context, job client.Object) er
 			return fmt.Errorf("cluster %q: %s has no status.clusterName yet", mgr, t)
 		}
 		last := cycles[len(cycles)-1]
-		if !hasEvent(jobs, last.cluster, observe.Created) && !hasEvent(wl, mgr, observe.Finished) {
+		if !hasEvent(jobs, last.cluster, observe.Created) && !hasEvent(wl, mgr, observe.Finished) && !c.foreignPresent(t, last.cluster) {
 			return fmt.Errorf("cluster %q: no remote %s yet", last.cluster, t.jobRef())
 		}
 		return nil
@@ -65,13 +71,14 @@ func (c *Checker) ExactlyOnceAdmitted(ctx context.Context, job client.Object) er
 		Object:    t.String(),
 		Expected:  "in each admission cycle exactly one worker admits the workload, the manager's clusterName names it, and only it gets the remote job (with the prebuilt-workload-name label)",
 		Problems:  problems,
-		Timeline:  c.timeline(wl, jobs),
+		Timeline:  c.timeline(wl, jobs, c.foreignJobs(t, firstTime(wl, jobs))),
 	}, t.refs(c)...)
 }
 
 func (c *Checker) judgeCycles(t target, cycles []cycle, wl, jobs []observe.Event) []string {
 	var problems []string
-	t0 := firstTime(wl, jobs)
+	foreign := c.foreignJobs(t, firstTime(wl, jobs))
+	t0 := firstTime(wl, jobs, foreign)
 	for i, cy := range cycles {
 		if c.Topo.Worker(cy.cluster) == nil {
 			problems = append(problems, fmt.Sprintf("cluster %q: cycle %d: status.clusterName %q names no worker of the topology", c.Topo.Manager.Name, i+1, cy.cluster))
@@ -85,6 +92,9 @@ func (c *Checker) judgeCycles(t target, cycles []cycle, wl, jobs []observe.Event
 		}
 		if !admitted {
 			problems = append(problems, fmt.Sprintf("cluster %q: cycle %d: the selected worker's copy of %s never held an admitted reservation", cy.cluster, i+1, t))
+		}
+		if p := c.foreignOnWinner(t, i, cy, jobs, foreign, t0); p != "" {
+			problems = append(problems, p)
 		}
 		for _, e := range wl {
 			if e.Cluster == c.Topo.Manager.Name || e.Cluster == cy.cluster {

@@ -18,6 +18,9 @@ import (
 // placed on a worker (both with the skew allowance). A remote object of an
 // earlier life still there at the placement is kept: MultiKueue could adopt
 // it, which the assertions must report.
+//
+// Foreign worker objects (without the MultiKueue origin label, see
+// foreign.go) are no life of the workload at all: they are dropped first.
 type incarnation struct {
 	manager     string
 	workloadUID types.UID
@@ -26,6 +29,7 @@ type incarnation struct {
 }
 
 func (in incarnation) filter(wl, jobs []observe.Event) ([]observe.Event, []observe.Event) {
+	wl, jobs = dropForeign(wl, in.manager), dropForeign(jobs, in.manager)
 	start := in.start(wl, jobs)
 	placed := in.placed(wl, start)
 	return in.keep(wl, in.workloadUID, start, placed), in.keep(jobs, in.jobUID, start, placed)

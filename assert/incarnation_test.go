@@ -13,7 +13,7 @@ func TestIncarnationKeepsOnlyTheCurrentLife(t *testing.T) {
 	ev := func(ms int, cluster, uid string, typ observe.Type, prebuilt string) observe.Event {
 		e := observe.Event{Time: at(ms), Cluster: cluster, Kind: observe.KindJob, UID: types.UID(uid), Type: typ}
 		if prebuilt != "" {
-			e.Labels = map[string]string{observe.LabelPrebuiltWorkload: prebuilt}
+			e.Labels = map[string]string{observe.LabelOrigin: "multikueue", observe.LabelPrebuiltWorkload: prebuilt}
 		}
 		return e
 	}
@@ -25,6 +25,7 @@ func TestIncarnationKeepsOnlyTheCurrentLife(t *testing.T) {
 		ev(1100, "w1", "remote-1", observe.Deleted, "wl-1"), // the old copy goes late
 		ev(1200, "w2", "remote-2", observe.Created, "wl-2"),
 		ev(1300, "w1", "stray", observe.Created, "wl-1"), // created in this life with a wrong label: kept
+		ev(1400, "w2", "own", observe.Created, ""),       // the worker's own Job of that name: no life of the workload
 	}
 	in := incarnation{manager: "m", jobUID: "job-2"}
 	_, got := in.filter(nil, jobs)
@@ -37,9 +38,9 @@ func TestIncarnationKeepsOnlyTheCurrentLife(t *testing.T) {
 		t.Fatalf("kept %s, want %s", s, want)
 	}
 
-	// Without a known UID nothing is dropped.
+	// Without a known UID nothing is dropped but the foreign object.
 	_, all := incarnation{manager: "m"}.filter(nil, jobs)
-	if len(all) != len(jobs) {
+	if len(all) != len(jobs)-1 {
 		t.Fatalf("kept %d of %d events without a UID to go by", len(all), len(jobs))
 	}
 

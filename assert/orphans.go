@@ -30,8 +30,9 @@ func (c *Checker) NoOrphansGrace() time.Duration {
 }
 
 // NoOrphans checks that no worker keeps a Workload or job object that
-// MultiKueue created (labelled kueue.x-k8s.io/multikueue-origin or
-// kueue.x-k8s.io/prebuilt-workload-name) without a live manager counterpart:
+// MultiKueue created (labelled kueue.x-k8s.io/multikueue-origin; a worker's
+// own objects, prebuilt-workload-name or not, are not its business) without
+// a live manager counterpart:
 // the manager object of the same namespace and name must exist and not be
 // finished. It waits up to NoOrphansGrace for cleanup, then names each
 // orphan, its cluster and its age.
@@ -126,8 +127,7 @@ type orphan struct {
 }
 
 // jobOrphans lists the job objects of kind on a worker that MultiKueue
-// created (origin or prebuilt-workload-name label) and whose manager object
-// is gone or finished.
+// created (origin label) and whose manager object is gone or finished.
 func jobOrphans(ctx context.Context, mgr, worker client.Reader, kind observe.Kind) ([]orphan, error) {
 	list, err := observe.NewJobList(kind)
 	if err != nil {
@@ -146,10 +146,8 @@ func jobOrphans(ctx context.Context, mgr, worker client.Reader, kind observe.Kin
 		if !ok {
 			continue
 		}
-		_, hasOrigin := o.GetLabels()[observe.LabelOrigin]
-		_, hasPrebuilt := o.GetLabels()[observe.LabelPrebuiltWorkload]
-		if !hasOrigin && !hasPrebuilt {
-			continue
+		if !observe.FromMultiKueue(o.GetLabels()) {
+			continue // the worker's own (a prebuilt-workload-name alone is not MultiKueue's mark)
 		}
 		live, why, err := liveJob(ctx, mgr, kind, client.ObjectKeyFromObject(o))
 		if err != nil {

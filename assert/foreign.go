@@ -1,0 +1,302 @@
+package assert
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/multikueue-testkit/testkit/observe"
+)
+
+// A worker's Workload or job object is MultiKueue's remote copy only if it
+// carried the kueue.x-k8s.io/multikueue-origin label when first seen
+// (observe.FromMultiKueue); one that merely shares the namespace and name of
+// a manager object is foreign. No per-workload assertion takes a foreign
+// object for a copy (incarnation drops them); ExactlyOnceAdmitted says so
+// when a foreign object sits on the selected worker; ForeignUntouched checks
+// that MultiKueue leaves them alone.
+
+// ForeignGrace is how long after a manager object's deletion a change to a
+// same-named foreign object on a worker still counts against MultiKueue: it
+// removes the remote objects of a deleted Workload from a cache, after the
+// manager object is gone.
+const ForeignGrace = 10 * time.Second
+
+type objLife struct {
+	cluster string
+	uid     types.UID
+}
+
+// foreignLives returns the worker objects (cluster and UID) in events whose
+// first recorded event lacked the MultiKueue origin label.
+func foreignLives(events []observe.Event, manager string) map[objLife]bool {
+	seen := map[objLife]bool{}
+	out := map[objLife]bool{}
+	for _, e := range events {
+		if e.Cluster == manager || e.UID == "" {
+			continue
+		}
+		k := objLife{e.Cluster, e.UID}
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		if !observe.FromMultiKueue(e.Labels) {
+			out[k] = true
+		}
+	}
+	return out
+}
+
+// dropForeign returns events without those of foreign worker objects.
+func dropForeign(events []observe.Event, manager string) []observe.Event {
+	foreign := foreignLives(events, manager)
+	if len(foreign) == 0 {
+		return events
+	}
+	out := make([]observe.Event, 0, len(events))
+	for _, e := range events {
+		if !foreign[objLife{e.Cluster, e.UID}] {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// onlyForeign returns the events of foreign worker objects, each Detail
+// marked so that a timeline tells them from copies.
+func onlyForeign(events []observe.Event, manager string) []observe.Event {
+	foreign := foreignLives(events, manager)
+	var out []observe.Event
+	for _, e := range events {
+		if foreign[objLife{e.Cluster, e.UID}] {
+			if e.Detail == "" {
+				e.Detail = "(not MultiKueue's)"
+			} else {
+				e.Detail += " (not MultiKueue's)"
+			}
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// foreignJobs returns the events of the foreign job objects that share t's
+// job name on the workers and were still there at after (zero: any).
+func (c *Checker) foreignJobs(t target, after time.Time) []observe.Event {
+	if t.job == "" {
+		return nil
+	}
+	evs, _ := c.Obs.History(t.jobKind, t.namespace, t.job)
+	foreign := onlyForeign(evs, c.Topo.Manager.Name)
+	gone := map[objLife]bool{}
+	for _, s := range spans(foreign) {
+		if !s.deleted.IsZero() && s.deleted.Before(after) {
+			gone[objLife{s.cluster, s.uid}] = true
+		}
+	}
+	out := foreign[:0]
+	for _, e := range foreign {
+		if !gone[objLife{e.Cluster, e.UID}] {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// span is one object's life on one cluster, as recorded.
+type span struct {
+	cluster         string
+	uid             types.UID
+	created         time.Time // first event
+	deleted         time.Time // zero while it exists
+	deleteRequested bool
+}
+
+func spans(events []observe.Event) []span {
+	var out []span
+	idx := map[objLife]int{}
+	for _, e := range events {
+		k := objLife{e.Cluster, e.UID}
+		i, ok := idx[k]
+		if !ok {
+			out = append(out, span{cluster: e.Cluster, uid: e.UID, created: e.Time})
+			i = len(out) - 1
+			idx[k] = i
+		}
+		switch e.Type {
+		case observe.Deleted:
+			out[i].deleted = e.Time
+		case observe.DeletionRequested:
+			out[i].deleteRequested = true
+		}
+	}
+	return out
+}
+
+// foreignOnWinner returns a problem when the cycle's worker got no copy of
+// the job object while a foreign one of that name was there: MultiKueue finds
+// the name taken and never creates its copy (kubernetes-sigs/kueue#12404), so
+// the workload "runs" as someone else's job.
+func (c *Checker) foreignOnWinner(t target, i int, cy cycle, copies, foreign []observe.Event, t0 time.Time) string {
+	for _, e := range copies {
+		if e.Type == observe.Created && e.Cluster == cy.cluster && cy.contains(e.Time, c.skew()) {
+			return ""
+		}
+	}
+	for _, s := range spans(foreign) {
+		if s.cluster != cy.cluster || (!cy.end.IsZero() && !s.created.Before(cy.end)) || (!s.deleted.IsZero() && s.deleted.Before(cy.start)) {
+			continue
+		}
+		return fmt.Sprintf("cluster %q: cycle %d: the job object %s on the selected worker is not MultiKueue's (no %s label; UID %s, seen since %s); MultiKueue could not create its copy",
+			cy.cluster, i+1, t.jobRef(), observe.LabelOrigin, s.uid, rel(s.created, t0))
+	}
+	return ""
+}
+
+// foreignPresent reports whether a foreign job object of t's name exists on
+// cluster now, not being deleted: MultiKueue will not create its copy there.
+func (c *Checker) foreignPresent(t target, cluster string) bool {
+	for _, s := range spans(c.foreignJobs(t, time.Time{})) {
+		if s.cluster == cluster && s.deleted.IsZero() && !s.deleteRequested {
+			return true
+		}
+	}
+	return false
+}
+
+// ForeignUntouched checks, over the whole recorded history, that MultiKueue
+// did not delete or modify a worker's Workload or job object that it did not
+// create: for every object a worker had without the
+// kueue.x-k8s.io/multikueue-origin label when first seen, no deletion, no
+// deletion request (finalizers pending) and no spec or label change
+// (observe.Modified) while the manager had an object of the same kind,
+// namespace and name (from its creation, less DefaultSkew, until ForeignGrace
+// after its deletion). Each problem names the cluster, the object and when.
+// Violations before Checker.Since are not counted.
+//
+// It does not wait: call it once the workloads of interest are done. It
+// judges by name and time, not by who acted: a test that itself deletes or
+// edits a worker's object of a manager object's name in that window is
+// blamed too. A spec change that flips suspend is not counted (the worker's
+// own Kueue suspends and unsuspends its Jobs; observe.Modified leaves it out).
+// It does not check objects other than Workloads and the job kinds the
+// Observer watches.
+func (c *Checker) ForeignUntouched(ctx context.Context) error {
+	mgr := c.Topo.Manager.Name
+	var found []touch
+	var story []observe.Event
+	for _, kind := range append([]observe.Kind{observe.KindWorkload}, c.Obs.JobKinds()...) {
+		for _, key := range c.Obs.Objects(kind) {
+			evs, _ := c.Obs.History(kind, key.Namespace, key.Name)
+			touched := foreignTouched(evs, mgr, c.Since, c.skew())
+			if len(touched) == 0 {
+				continue
+			}
+			found = append(found, touched...)
+			story = append(story, dropForeign(evs, mgr)...)
+			story = append(story, onlyForeign(evs, mgr)...)
+		}
+	}
+	if len(found) == 0 {
+		return nil
+	}
+	t0 := firstTime(story) // the timeline's origin
+	problems := make([]string, len(found))
+	for i, f := range found {
+		problems[i] = f.String(t0)
+	}
+	return c.fail(ctx, &Failure{
+		Assertion: "ForeignUntouched",
+		Object:    "Workloads and job objects on every worker that MultiKueue did not create",
+		Expected:  "MultiKueue neither deletes nor modifies a worker's object that lacks the " + observe.LabelOrigin + " label, even when a manager object has its name",
+		Problems:  problems,
+		Timeline:  c.timeline(story),
+	})
+}
+
+// touch is one change to a foreign object while a manager object of its
+// name existed.
+type touch struct {
+	event     observe.Event
+	firstSeen time.Time
+	manager   span
+}
+
+func (f touch) String(t0 time.Time) string {
+	e := f.event
+	var what string
+	switch e.Type {
+	case observe.Deleted:
+		what = "was deleted"
+	case observe.DeletionRequested:
+		what = "had its deletion requested (finalizers pending)"
+	default:
+		what = "had its " + e.Detail + " changed"
+	}
+	mgrState := "existed (created at " + rel(f.manager.created, t0) + ")"
+	if !f.manager.deleted.IsZero() && e.Time.After(f.manager.deleted) {
+		mgrState = "had just been deleted (at " + rel(f.manager.deleted, t0) + ")"
+	}
+	return fmt.Sprintf("cluster %q: %s %s/%s (UID %s, first seen at %s without the %s label) %s at %s while the manager's %s of that name %s; %s",
+		e.Cluster, e.Kind, e.Namespace, e.Name, e.UID, rel(f.firstSeen, t0), observe.LabelOrigin, what, rel(e.Time, t0), e.Kind, mgrState, actorOf(e))
+}
+
+// foreignTouched judges the history of one kind/namespace/name (every
+// cluster) for ForeignUntouched.
+func foreignTouched(events []observe.Event, manager string, since time.Time, skew time.Duration) []touch {
+	foreign := foreignLives(events, manager)
+	if len(foreign) == 0 {
+		return nil
+	}
+	var managerLives []span
+	for _, s := range spans(events) {
+		if s.cluster == manager {
+			managerLives = append(managerLives, s)
+		}
+	}
+	during := func(at time.Time) (span, bool) {
+		for _, m := range managerLives {
+			if !at.Before(m.created.Add(-skew)) && (m.deleted.IsZero() || !at.After(m.deleted.Add(ForeignGrace))) {
+				return m, true
+			}
+		}
+		return span{}, false
+	}
+	firstSeen := map[objLife]time.Time{}
+	var out []touch
+	for _, e := range events {
+		k := objLife{e.Cluster, e.UID}
+		if !foreign[k] {
+			continue
+		}
+		if _, ok := firstSeen[k]; !ok {
+			firstSeen[k] = e.Time
+		}
+		switch e.Type {
+		case observe.Deleted, observe.DeletionRequested, observe.Modified:
+		default:
+			continue
+		}
+		if e.Time.Before(since) {
+			continue
+		}
+		if m, ok := during(e.Time); ok {
+			out = append(out, touch{event: e, firstSeen: firstSeen[k], manager: m})
+		}
+	}
+	return out
+}
+
+// actorOf says who made the change, as far as the history knows.
+func actorOf(observe.Event) string {
+	return "who did it is unknown (no audit record attributed)"
+}
+
+// ForeignUntouched reports Checker.ForeignUntouched.
+func (a *Asserter) ForeignUntouched(ctx context.Context) bool {
+	a.t.Helper()
+	return a.report(a.c.ForeignUntouched(ctx))
+}
