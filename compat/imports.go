@@ -1,0 +1,41 @@
+// Package compat builds the testkit's provider-independent packages in a
+// module on newer Kubernetes pins than the testkit's own: those of
+// Cluster API Provider Azure's e2e module (Go 1.26, k8s.io/* v0.36.3,
+// sigs.k8s.io/controller-runtime v0.24.1). CI runs
+// `(cd compat && go build ./... && go vet ./...)`; a failure means a user
+// on those pins could not import the package.
+//
+// Not built here: topology/local (its in-process Kueue pulls
+// github.com/kubeflow/trainer/v2 v2.2.0, which does not build against
+// k8s.io/* v0.36) and anything importing it (scenario/envfuncs/localenv),
+// and sigs.k8s.io/cluster-api/test v1.14.x (CAPI's test framework, which
+// CAPZ uses; it cannot be resolved from this machine's module proxy).
+package compat
+
+import (
+	"github.com/multikueue-testkit/testkit/assert"
+	"github.com/multikueue-testkit/testkit/connect"
+	"github.com/multikueue-testkit/testkit/observe"
+	"github.com/multikueue-testkit/testkit/scenario"
+	"github.com/multikueue-testkit/testkit/scenario/envfuncs"
+	"github.com/multikueue-testkit/testkit/topology"
+	"github.com/multikueue-testkit/testkit/workload"
+	// TODO(lead): add topology/existing and topology/install (and a symbol
+	// of each below) once they are committed.
+)
+
+// One exported symbol of each package, so that an API a CAPZ or Kueue test
+// calls is type-checked against these pins, not only its package's imports.
+var (
+	_ = topology.New
+	_ = connect.WorkerRules
+	_ = workload.NewJob
+	_ = workload.NewJobSet
+	_ = observe.Start
+	_ = assert.For
+	_ = scenario.Observe
+	_ = scenario.DispatchJobs
+	_ = envfuncs.SetupTopology
+)
+
+var _ topology.Connector = connect.KubeconfigSecret{}
