@@ -167,7 +167,9 @@ func (t *Topology) WaitActive(ctx context.Context) error {
 }
 
 // ActiveProblems returns nil when the MultiKueue setup is Active, else an error
-// listing every object that is not.
+// listing every object that is not: each worker's MultiKueueCluster, the
+// AdmissionCheck and the manager's ClusterQueue, and on each worker the
+// mirrored LocalQueues and the ClusterQueue they point at.
 func (t *Topology) ActiveProblems(ctx context.Context) error {
 	var problems []string
 	s := t.Spec
@@ -191,9 +193,27 @@ func (t *Topology) ActiveProblems(ctx context.Context) error {
 	}
 	ac := &kueue.AdmissionCheck{ObjectMeta: metav1.ObjectMeta{Name: s.Queues.AdmissionCheck}}
 	check(t.Manager, ac, func() []metav1.Condition { return ac.Status.Conditions })
-	for _, c := range t.Clusters() {
-		cq := &kueue.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: s.Queues.ClusterQueue}}
-		check(c, cq, func() []metav1.Condition { return cq.Status.Conditions })
+	cq := &kueue.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: s.Queues.ClusterQueue}}
+	check(t.Manager, cq, func() []metav1.Condition { return cq.Status.Conditions })
+	for _, w := range t.Workers {
+		// A worker's ClusterQueue is the one its mirrored LocalQueues point
+		// at: its name may differ from the manager's on clusters set up by
+		// others.
+		seen := map[string]bool{}
+		for _, ns := range s.Queues.Namespaces {
+			lq := &kueue.LocalQueue{}
+			if err := w.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: s.Queues.LocalQueue}, lq); err != nil {
+				problems = append(problems, fmt.Sprintf("cluster %q LocalQueue %s/%s: %v", w.Name, ns, s.Queues.LocalQueue, err))
+				continue
+			}
+			name := string(lq.Spec.ClusterQueue)
+			if seen[name] {
+				continue
+			}
+			seen[name] = true
+			wcq := &kueue.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: name}}
+			check(w, wcq, func() []metav1.Condition { return wcq.Status.Conditions })
+		}
 	}
 	if len(problems) == 0 {
 		return nil

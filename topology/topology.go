@@ -54,15 +54,31 @@ type ConnectRequest struct {
 type Topology struct {
 	Manager *Cluster
 	Workers []*Cluster
-	// Spec is the resolved configuration.
+	// Spec is the resolved configuration. Its Kueue settings (namespace,
+	// origin, dispatcher, gcInterval, workerLostTimeout, integrations, feature
+	// gates) are the ones read from the manager (Facts) when the cluster shows
+	// them; in adopt mode its names (workers, queues, checks) are the objects
+	// found there.
 	Spec Spec
+	// Facts is Kueue's configuration as read from the manager, and where it
+	// was read.
+	Facts KueueFacts
 	// ProviderName and ConnectorName say how the topology was made.
 	ProviderName  string
 	ConnectorName string
 
 	provider  Provider
+	created   []createdObject // deleted on Close when the provider keeps its clusters
 	closeOnce sync.Once
 	closeErr  error
+}
+
+// ClusterKeeper is implemented by providers whose clusters outlive the
+// topology (existing clusters, kind clusters kept for reuse). Close then
+// deletes exactly the objects the topology and its connector created on them,
+// newest first, before the provider's own Close.
+type ClusterKeeper interface {
+	KeepsClusters() bool
 }
 
 // Provider returns the provider that made the topology; providers offer
@@ -114,7 +130,10 @@ func New(ctx context.Context, provider Provider, opts Options) (*Topology, error
 		return nil, errors.Join(fmt.Errorf("topology: provider %s: %w", provider.Name(), err), t.Close(context.WithoutCancel(ctx)))
 	}
 	t.Manager, t.Workers = mgr, workers
-	if err := t.setupMultiKueue(ctx); err != nil {
+	if err := t.learnFacts(ctx, opts); err != nil {
+		return nil, errors.Join(err, t.Close(context.WithoutCancel(ctx)))
+	}
+	if err := t.recording(func() error { return t.setupMultiKueue(ctx) }); err != nil {
 		return nil, errors.Join(err, t.Close(context.WithoutCancel(ctx)))
 	}
 	return t, nil
@@ -124,9 +143,14 @@ func New(ctx context.Context, provider Provider, opts Options) (*Topology, error
 // register with t.Cleanup.
 func (t *Topology) Close(ctx context.Context) error {
 	t.closeOnce.Do(func() {
-		if t.provider != nil {
-			t.closeErr = t.provider.Close(ctx)
+		var errs []error
+		if k, ok := t.provider.(ClusterKeeper); ok && k.KeepsClusters() {
+			errs = append(errs, t.deleteCreated(ctx))
 		}
+		if t.provider != nil {
+			errs = append(errs, t.provider.Close(ctx))
+		}
+		t.closeErr = errors.Join(errs...)
 	})
 	return t.closeErr
 }

@@ -174,6 +174,9 @@ func (p *Provider) Provision(ctx context.Context, spec topology.Spec) (*topology
 		}
 		fmt.Fprintf(spec.Progress, "local: starting %s cluster %q\n", role, names[i])
 		c, err := p.startCluster(ctx, names[i], role, bins, crds, hooks, kueueCfg)
+		if err == nil {
+			err = publishKueueConfig(ctx, c, spec.Kueue.Namespace, kueueCfg)
+		}
 		out[i], errs[i] = c, err
 	}
 	if p.opts.Sequential {

@@ -1,0 +1,227 @@
+package existing_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	"github.com/multikueue-testkit/testkit/connect"
+	"github.com/multikueue-testkit/testkit/observe"
+	"github.com/multikueue-testkit/testkit/scenario"
+	"github.com/multikueue-testkit/testkit/topology"
+	"github.com/multikueue-testkit/testkit/topology/existing"
+	"github.com/multikueue-testkit/testkit/topology/local"
+)
+
+// testWriter sends progress lines to t.Log.
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// kubeconfigFile writes c's admin kubeconfig to a file, as a user would have
+// it, and attaches it under name.
+func kubeconfigFile(t *testing.T, name string, c *topology.Cluster) existing.Cluster {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name+".kubeconfig")
+	if err := os.WriteFile(path, c.Kubeconfig, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ec, err := existing.Kubeconfig(name, path, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ec
+}
+
+// judgeDispatch runs the dispatch scenario and every per-job assertion.
+func judgeDispatch(t *testing.T, ctx context.Context, env *scenario.Env, prefix string, jobs int) {
+	t.Helper()
+	if err := env.Check.SetupActive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	res, err := scenario.DispatchJobs(ctx, env, scenario.DispatchOptions{Jobs: jobs, NamePrefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range res.Jobs {
+		for _, err := range []error{env.Check.LosersCleaned(ctx, j), env.Check.StatusSynced(ctx, j)} {
+			if err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	if err := env.Check.QuotaRespected(ctx); err != nil {
+		t.Error(err)
+	}
+}
+
+// A local topology started WITHOUT MultiKueue stands for clusters a user
+// already has, with Kueue installed: they are attached by kubeconfig files in
+// wire mode, MultiKueue is set up by the connector, the dispatch scenario and
+// every assertion pass, and Close removes exactly what was created.
+func TestWireAttachesClustersByKubeconfig(t *testing.T) {
+	ctx := context.Background()
+	spec, err := topology.Options{Workers: 2, Connector: connect.KubeconfigSecret{}}.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := local.NewProvider(local.Options{})
+	t.Cleanup(func() {
+		if err := p.Close(context.Background()); err != nil {
+			t.Error(err)
+		}
+	})
+	mgr, workers, err := p.Provision(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mkcs kueue.MultiKueueClusterList
+	if err := mgr.Client.List(ctx, &mkcs); err != nil || len(mkcs.Items) != 0 {
+		t.Fatalf("the bare manager has MultiKueueClusters %v (err %v); want none", mkcs.Items, err)
+	}
+	o := existing.Options{Mode: existing.Wire, Manager: kubeconfigFile(t, "manager", mgr)}
+	for _, w := range workers {
+		o.Workers = append(o.Workers, kubeconfigFile(t, w.Name, w))
+	}
+	topo, err := existing.New(ctx, o, topology.Options{Progress: testWriter{t}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(topo.Facts.Source, "ConfigMap kueue-system/"+topology.KueueConfigMapName) {
+		t.Errorf("Facts.Source = %q; want the manager's Kueue ConfigMap", topo.Facts.Source)
+	}
+	env, err := scenario.Observe(ctx, topo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	judgeDispatch(t, ctx, env, "wired", 4)
+	env.Close()
+
+	if err := topo.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// What the topology created is gone; the clusters, Kueue and what was
+	// there before are not.
+	for _, w := range workers {
+		err := mgr.Client.Get(ctx, client.ObjectKey{Name: w.Name}, &kueue.MultiKueueCluster{})
+		if !apierrors.IsNotFound(err) {
+			t.Errorf("cluster %q: MultiKueueCluster %s after Close: %v; want NotFound", mgr.Name, w.Name, err)
+		}
+		err = w.Client.Get(ctx, client.ObjectKey{Name: "cluster-queue"}, &kueue.ClusterQueue{})
+		if !apierrors.IsNotFound(err) {
+			t.Errorf("cluster %q: ClusterQueue cluster-queue after Close: %v; want NotFound", w.Name, err)
+		}
+	}
+	if err := mgr.Client.Get(ctx, client.ObjectKey{Namespace: "kueue-system", Name: topology.KueueConfigMapName}, nilConfigMap()); err != nil {
+		t.Errorf("cluster %q: Kueue's ConfigMap, which the topology did not create, is gone: %v", mgr.Name, err)
+	}
+}
+
+// A fully wired local topology, with a non-default gcInterval and quota, is
+// attached in adopt mode with topology.Options left empty and the workers
+// under other names: the workers are matched to their MultiKueueClusters by
+// address, Kueue's configuration and the quotas are read from the clusters,
+// and the verdicts are the same as on the original topology.
+func TestAdoptReadsTheSetupFromTheClusters(t *testing.T) {
+	ctx := context.Background()
+	gc := 30 * time.Second
+	orig, err := local.New(ctx, topology.Options{
+		Workers: 2, WorkerQuota: topology.Quota{CPU: "3", Memory: "6Gi"},
+		Kueue: topology.KueueOptions{GCInterval: &gc},
+	}, local.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	orig.CloseWith(t)
+
+	// The user's names for the workers are not the MultiKueueCluster names;
+	// given in the other order.
+	o := existing.Options{Mode: existing.Adopt, Manager: kubeconfigFile(t, "hub", orig.Manager),
+		Workers: []existing.Cluster{kubeconfigFile(t, "west", orig.Workers[1]), kubeconfigFile(t, "east", orig.Workers[0])}}
+	topo, err := existing.New(ctx, o, topology.Options{Progress: testWriter{t}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := topo.Close(context.Background()); err != nil {
+			t.Error(err)
+		}
+	})
+	if got := []string{topo.Workers[0].Name, topo.Workers[1].Name}; got[0] != "worker-1" || got[1] != "worker-2" {
+		t.Errorf("adopted workers %v; want [worker-1 worker-2] (matched by address, in MultiKueueConfig order)", got)
+	}
+	if topo.Spec.GCInterval != gc || topo.Facts.GCInterval != gc {
+		t.Errorf("gcInterval %s (facts %s); want %s read from the manager", topo.Spec.GCInterval, topo.Facts.GCInterval, gc)
+	}
+	if q := topo.Spec.Queues; q.AdmissionCheck != "multikueue" || q.MultiKueueConfig != "multikueue" || q.ClusterQueue != "cluster-queue" || q.LocalQueue != "user-queue" {
+		t.Errorf("adopted queues %+v; want the objects the local topology made", q)
+	}
+
+	adopted, err := scenario.Observe(ctx, topo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer adopted.Close()
+	original, err := scenario.Observe(ctx, orig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer original.Close()
+	judgeDispatch(t, ctx, adopted, "adopted", 4)
+	// The same verdicts on the original topology, for the same jobs.
+	if err := original.Check.QuotaRespected(ctx); err != nil {
+		t.Error(err)
+	}
+	if err := original.Check.NoOrphans(ctx); err != nil {
+		t.Error(err)
+	}
+	// The quota judged is the one the worker has, observed.
+	evs, _ := adopted.Obs.History(observe.KindClusterQueue, "", "cluster-queue")
+	found := false
+	for _, e := range evs {
+		if e.Cluster == "worker-1" && e.Type == observe.QuotaSet {
+			cpu := e.Usage["cpu"]
+			found = cpu.String() == "3"
+		}
+	}
+	if !found {
+		t.Errorf("no QuotaSet cpu=3 observed for worker-1's ClusterQueue: %v", evs)
+	}
+}
+
+// A Kueue value given in Options that the manager contradicts is an error
+// naming both values.
+func TestAdoptRejectsAContradictedOverride(t *testing.T) {
+	ctx := context.Background()
+	gc := 30 * time.Second
+	orig, err := local.New(ctx, topology.Options{Workers: 1, Kueue: topology.KueueOptions{GCInterval: &gc}}, local.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	orig.CloseWith(t)
+	wrong := time.Minute
+	o := existing.Options{Mode: existing.Adopt, Manager: kubeconfigFile(t, "manager", orig.Manager), Workers: []existing.Cluster{kubeconfigFile(t, "worker-1", orig.Workers[0])}}
+	_, err = existing.New(ctx, o, topology.Options{Kueue: topology.KueueOptions{GCInterval: &wrong}})
+	if err == nil || !strings.Contains(err.Error(), "Options.Kueue.GCInterval: 1m0s given") || !strings.Contains(err.Error(), `cluster "manager" runs 30s`) {
+		t.Fatalf("err = %v; want the given 1m0s and the cluster's 30s named", err)
+	}
+	// Adopting a manager whose MultiKueue is not set up says so.
+	o.AdmissionCheck = "nope"
+	_, err = existing.New(ctx, o, topology.Options{})
+	if err == nil || !strings.Contains(err.Error(), `AdoptOptions.AdmissionCheck: cluster "manager" has no MultiKueue AdmissionCheck "nope"`) {
+		t.Fatalf("err = %v; want the missing AdmissionCheck named", err)
+	}
+}
+
+func nilConfigMap() *corev1.ConfigMap { return &corev1.ConfigMap{} }

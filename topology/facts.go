@@ -1,0 +1,221 @@
+package topology
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	configapi "sigs.k8s.io/kueue/apis/config/v1beta2"
+	"sigs.k8s.io/yaml"
+)
+
+// Where a deployed Kueue keeps its Configuration: the names Kueue's Helm
+// chart and kustomize manifests use (release "kueue"). ReadKueueFacts finds
+// other names through the Deployment's --config argument and volumes.
+const (
+	KueueConfigMapName  = "kueue-manager-config"
+	KueueConfigKey      = "controller_manager_config.yaml"
+	KueueDeploymentName = "kueue-controller-manager"
+)
+
+// KueueFacts is Kueue's configuration as a cluster runs it, read from the
+// cluster (ReadKueueFacts), with Kueue's own defaults applied. The assertions
+// judge with these values, not with what a test restated in Options.
+type KueueFacts struct {
+	Namespace         string
+	Origin            string
+	Dispatcher        string
+	GCInterval        time.Duration
+	WorkerLostTimeout time.Duration
+	Integrations      []string
+	// FeatureGates are the gates set explicitly: the Configuration's
+	// featureGates and the Deployment's --feature-gates argument. A gate not
+	// listed has Kueue's default.
+	FeatureGates map[string]bool
+	// Source says where the facts were read, for reports: "ConfigMap
+	// kueue-system/kueue-manager-config (Deployment
+	// kueue-system/kueue-controller-manager)".
+	Source string
+}
+
+// NotReadable is the error of ReadKueueFacts when the cluster does not show
+// how its Kueue is configured: no Deployment with a --config argument and no
+// ConfigMap kueue-manager-config in Kueue's namespace (Kueue run some other
+// way, or no permission to read them).
+type NotReadable struct {
+	Cluster, Namespace string
+	Reason             string
+}
+
+func (e *NotReadable) Error() string {
+	return fmt.Sprintf("cluster %q: Kueue's configuration is not readable in namespace %s: %s", e.Cluster, e.Namespace, e.Reason)
+}
+
+// ReadKueueFacts reads the Configuration of the Kueue that runs in namespace
+// on c: the Deployment whose container has a --config argument leads to the
+// ConfigMap and key mounted there (its --feature-gates argument adds gates);
+// without such a Deployment, ConfigMap kueue-manager-config (key
+// controller_manager_config.yaml) is read, which the local topology publishes
+// for its in-process Kueue. Kueue's defaults fill what the file leaves out.
+func ReadKueueFacts(ctx context.Context, c *Cluster, namespace string) (KueueFacts, error) {
+	cmName, key, deployment, argGates, err := findKueueDeployment(ctx, c, namespace)
+	if err != nil {
+		return KueueFacts{}, err
+	}
+	cm := &corev1.ConfigMap{}
+	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: cmName}, cm); err != nil {
+		if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) {
+			return KueueFacts{}, &NotReadable{Cluster: c.Name, Namespace: namespace, Reason: fmt.Sprintf("ConfigMap %s/%s: %v", namespace, cmName, err)}
+		}
+		return KueueFacts{}, fmt.Errorf("cluster %q: read ConfigMap %s/%s: %w", c.Name, namespace, cmName, err)
+	}
+	raw, ok := cm.Data[key]
+	if !ok {
+		return KueueFacts{}, fmt.Errorf("cluster %q: ConfigMap %s/%s has no key %q", c.Name, namespace, cmName, key)
+	}
+	source := fmt.Sprintf("ConfigMap %s/%s", namespace, cmName)
+	if deployment != "" {
+		source += fmt.Sprintf(" (Deployment %s/%s)", namespace, deployment)
+	}
+	f, err := FactsFromConfiguration([]byte(raw), source)
+	if err != nil {
+		return KueueFacts{}, fmt.Errorf("cluster %q: %w", c.Name, err)
+	}
+	for k, v := range argGates {
+		f.FeatureGates[k] = v
+	}
+	return f, nil
+}
+
+// FactsFromConfiguration parses a Kueue Configuration file and applies
+// Kueue's defaults (configapi.SetDefaults_Configuration).
+func FactsFromConfiguration(raw []byte, source string) (KueueFacts, error) {
+	var cfg configapi.Configuration
+	if err := yaml.Unmarshal(raw, &cfg); err != nil {
+		return KueueFacts{}, fmt.Errorf("%s: not a Kueue Configuration: %w", source, err)
+	}
+	configapi.SetDefaults_Configuration(&cfg)
+	f := KueueFacts{
+		Namespace:         ptr.Deref(cfg.Namespace, configapi.DefaultNamespace),
+		Origin:            ptr.Deref(cfg.MultiKueue.Origin, configapi.DefaultMultiKueueOrigin),
+		Dispatcher:        ptr.Deref(cfg.MultiKueue.DispatcherName, configapi.MultiKueueDispatcherModeAllAtOnce),
+		GCInterval:        cfg.MultiKueue.GCInterval.Duration,
+		WorkerLostTimeout: cfg.MultiKueue.WorkerLostTimeout.Duration,
+		Integrations:      slices.Clone(cfg.Integrations.Frameworks),
+		FeatureGates:      map[string]bool{},
+		Source:            source,
+	}
+	for k, v := range cfg.FeatureGates {
+		f.FeatureGates[k] = v
+	}
+	return f, nil
+}
+
+// findKueueDeployment returns the ConfigMap and key a Kueue Deployment in
+// namespace reads its --config from, the Deployment's name and the gates of
+// its --feature-gates argument. Without such a Deployment it returns the
+// default ConfigMap name and key.
+func findKueueDeployment(ctx context.Context, c *Cluster, namespace string) (cm, key, deployment string, gates map[string]bool, err error) {
+	var deps appsv1.DeploymentList
+	if err := c.Client.List(ctx, &deps, client.InNamespace(namespace)); err != nil && !apierrors.IsForbidden(err) {
+		return "", "", "", nil, fmt.Errorf("cluster %q: list Deployments in %s: %w", c.Name, namespace, err)
+	}
+	slices.SortFunc(deps.Items, func(a, b appsv1.Deployment) int { // the chart's name first
+		return boolRank(a.Name != KueueDeploymentName) - boolRank(b.Name != KueueDeploymentName)
+	})
+	for _, d := range deps.Items {
+		for _, ctr := range d.Spec.Template.Spec.Containers {
+			cfgPath, gates, ok := kueueArgs(append(slices.Clone(ctr.Command), ctr.Args...))
+			if !ok {
+				continue
+			}
+			name, k, found := configMapAt(d.Spec.Template.Spec.Volumes, ctr.VolumeMounts, cfgPath)
+			if !found {
+				return "", "", "", nil, &NotReadable{Cluster: c.Name, Namespace: namespace,
+					Reason: fmt.Sprintf("Deployment %s reads --config=%s, which no ConfigMap volume provides", d.Name, cfgPath)}
+			}
+			return name, k, d.Name, gates, nil
+		}
+	}
+	return KueueConfigMapName, KueueConfigKey, "", nil, nil
+}
+
+func boolRank(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// kueueArgs finds --config and --feature-gates in a Kueue container's
+// command line.
+func kueueArgs(args []string) (cfgPath string, gates map[string]bool, ok bool) {
+	gates = map[string]bool{}
+	for i, a := range args {
+		val := func(flag string) (string, bool) {
+			if v, found := strings.CutPrefix(a, flag+"="); found {
+				return v, true
+			}
+			if a == flag && i+1 < len(args) {
+				return args[i+1], true
+			}
+			return "", false
+		}
+		if v, found := val("--config"); found {
+			cfgPath, ok = v, true
+		}
+		if v, found := val("--feature-gates"); found {
+			for _, kv := range strings.Split(v, ",") {
+				k, b, _ := strings.Cut(strings.TrimSpace(kv), "=")
+				if on, err := strconv.ParseBool(b); err == nil && k != "" {
+					gates[k] = on
+				}
+			}
+		}
+	}
+	return cfgPath, gates, ok
+}
+
+// configMapAt returns the ConfigMap and key that provide the file at p in a
+// container: a mount of a ConfigMap volume at p with subPath (the chart), or
+// at p's directory with p's base name as the key (kustomize).
+func configMapAt(vols []corev1.Volume, mounts []corev1.VolumeMount, p string) (name, key string, ok bool) {
+	byName := map[string]*corev1.ConfigMapVolumeSource{}
+	for _, v := range vols {
+		if v.ConfigMap != nil {
+			byName[v.Name] = v.ConfigMap
+		}
+	}
+	for _, m := range mounts {
+		cm := byName[m.Name]
+		if cm == nil {
+			continue
+		}
+		switch {
+		case m.MountPath == p && m.SubPath != "":
+			return cm.Name, itemKey(cm, m.SubPath), true
+		case path.Clean(m.MountPath) == path.Dir(p):
+			return cm.Name, itemKey(cm, path.Base(p)), true
+		}
+	}
+	return "", "", false
+}
+
+// itemKey maps a file name in a ConfigMap volume back to its key.
+func itemKey(cm *corev1.ConfigMapVolumeSource, file string) string {
+	for _, it := range cm.Items {
+		if it.Path == file {
+			return it.Key
+		}
+	}
+	return file
+}
