@@ -74,6 +74,9 @@ type Event struct {
 	// ClusterQueue), Usage is the queue's limit (QuotaLimit).
 	Queue string
 	Usage corev1.ResourceList
+	// Actor is who made the change, once Observer.Attribute has matched the
+	// event to the API server's audit log; zero until then.
+	Actor Actor
 }
 
 func (e Event) String() string {
@@ -107,6 +110,9 @@ func Timeline(events []Event, clusters []string) string {
 			line := fmt.Sprintf("      +%-8s %s %s/%s %s", e.Time.Sub(t0).Round(time.Millisecond), e.Kind, e.Namespace, e.Name, e.Type)
 			if e.Detail != "" {
 				line += " " + e.Detail
+			}
+			if !e.Actor.IsZero() {
+				line += "  [by " + e.Actor.Describe(c) + "]"
 			}
 			lines = append(lines, line)
 		}

@@ -38,6 +38,9 @@ type Observer struct {
 	readers  map[string]client.Reader
 	max      int
 	wrap     func(string, http.RoundTripper) http.RoundTripper
+	// audit is each cluster's audit source, when the provider has one
+	// (see Attribute).
+	audit map[string]AuditSource
 
 	mu      sync.Mutex
 	records map[objKey]*record
@@ -72,7 +75,7 @@ func Start(ctx context.Context, topo *topology.Topology, opts Options) (*Observe
 	}
 	o := &Observer{
 		readers: map[string]client.Reader{}, records: map[objKey]*record{}, max: opts.MaxEventsPerObject, wrap: opts.WrapTransport,
-		jobKinds: JobKindsFor(topo.Spec.Kueue.Integrations),
+		jobKinds: JobKindsFor(topo.Spec.Kueue.Integrations), audit: auditSources(topo),
 	}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	o.cancel = cancel

@@ -26,7 +26,7 @@ type localCluster struct {
 // startAgent runs the owner garbage collector and, on workers, the job
 // executor, in a manager of their own.
 func (lc *localCluster) startAgent(ctx context.Context, worker bool, logPath string, owners []schema.GroupVersionKind) error {
-	mgr, err := newAgentManager(lc.name, worker, lc.cp.restConfig(), logPath, owners)
+	mgr, err := newAgentManager(lc.name, worker, lc.cp.configAs(lc.cp.agent), logPath, owners)
 	if err != nil {
 		return fmt.Errorf("cluster %q: agent: %w", lc.name, err)
 	}

@@ -30,8 +30,14 @@ type controlPlane struct {
 	extraArgs []string
 	timeout   time.Duration
 
-	ca       *certAuthority
-	admin    keyPair
+	ca    *certAuthority
+	admin keyPair
+	// kueue and agent are the client identities of the cluster's in-process
+	// Kueue and of its agent (executor, owner GC): the audit log tells them
+	// from the test (admin).
+	kueue, agent keyPair
+	// audit is the API server's audit log; nil when audit is off.
+	audit    *auditLog
 	etcdPort int
 	apiPort  int
 	etcd     *process
@@ -54,6 +60,12 @@ func newControlPlane(cluster, dir string, bins assets.Binaries, extraArgs []stri
 		return nil, err
 	}
 	if cp.admin, err = cp.ca.client(adminUser, "system:masters"); err != nil {
+		return nil, err
+	}
+	if cp.kueue, err = cp.ca.client(kueueUser, "system:masters"); err != nil {
+		return nil, err
+	}
+	if cp.agent, err = cp.ca.client(agentUser, "system:masters"); err != nil {
 		return nil, err
 	}
 	sa, err := newSigningKey()
@@ -142,6 +154,17 @@ func (cp *controlPlane) newAPIServer() *process {
 		"--endpoint-reconciler-type=none",
 		"--profiling=false",
 	}
+	if cp.audit != nil {
+		args = append(args,
+			"--audit-policy-file="+f(auditPolicyFile),
+			"--audit-log-path="+f(auditLogFile),
+			"--audit-log-format=json",
+			// Blocking (the default for the log backend): an event is in the
+			// file when the response is. No rotation below 1 GiB.
+			"--audit-log-mode=blocking",
+			"--audit-log-maxsize=1024",
+		)
+	}
 	return &process{
 		name: "kube-apiserver", cluster: cp.cluster, path: cp.bins.APIServer, logPath: f("kube-apiserver.log"),
 		args: append(args, cp.extraArgs...),
@@ -224,16 +247,27 @@ func (cp *controlPlane) stop() error {
 func (cp *controlPlane) host() string { return fmt.Sprintf("https://127.0.0.1:%d", cp.apiPort) }
 
 // restConfig is an admin config without client-side rate limiting.
-func (cp *controlPlane) restConfig() *rest.Config {
+func (cp *controlPlane) restConfig() *rest.Config { return cp.configAs(cp.admin) }
+
+// configAs is restConfig for another of the cluster's client identities.
+func (cp *controlPlane) configAs(id keyPair) *rest.Config {
 	return &rest.Config{
 		Host: cp.host(),
 		TLSClientConfig: rest.TLSClientConfig{
-			CAData: cp.ca.certPEM, CertData: cp.admin.cert, KeyData: cp.admin.key,
+			CAData: cp.ca.certPEM, CertData: id.cert, KeyData: id.key,
 		},
 		QPS:   -1,
 		Burst: 1000,
 	}
 }
+
+// Audit files in the cluster's directory.
+const (
+	auditPolicyFile = "audit-policy.yaml"
+	auditLogFile    = "audit.log"
+)
+
+func (cp *controlPlane) file(name string) string { return filepath.Join(cp.dir, name) }
 
 // kubeconfig is the admin kubeconfig with inline credentials.
 func (cp *controlPlane) kubeconfig() ([]byte, error) {

@@ -56,6 +56,10 @@ type Options struct {
 	// after Close, for debugging; its path is printed to Progress. Also set
 	// by MKTK_KEEP_DIR=1. Processes are stopped either way.
 	KeepDir bool
+	// DisableAudit turns off the API servers' audit logs; failure timelines
+	// then do not say who made each change. Audit costs little (see the
+	// README's Performance section).
+	DisableAudit bool
 	// Logger receives what Kueue and controller-runtime log through
 	// controller-runtime's process-global logger (each cluster's own Kueue
 	// log goes to kueue.log in its directory). In-process Kueue needs that
@@ -109,6 +113,9 @@ type Provider struct {
 	clusters []*localCluster
 	closed   bool
 }
+	// auditPolicy is every API server's audit policy; nil with DisableAudit.
+	auditPolicy []byte
+
 
 // Name implements topology.Provider.
 func (p *Provider) Name() string { return "local" }
@@ -168,6 +175,11 @@ func (p *Provider) Provision(ctx context.Context, spec topology.Spec) (*topology
 	out := make([]*topology.Cluster, len(names))
 	errs := make([]error, len(names))
 	startOne := func(i int) {
+	if !p.opts.DisableAudit {
+		if p.auditPolicy, err = auditPolicy(spec); err != nil {
+			return nil, nil, err
+		}
+	}
 		role, crds := topology.RoleWorker, workerCRDs
 		if i == 0 {
 			role, crds = topology.RoleManager, mgrCRDs
@@ -220,6 +232,11 @@ func (p *Provider) startCluster(ctx context.Context, name string, role topology.
 		return nil, fmt.Errorf("cluster %q: provider closed during start", name)
 	}
 	if err := cp.start(ctx); err != nil {
+	if p.auditPolicy != nil {
+		if err := cp.enableAudit(p.auditPolicy); err != nil {
+			return nil, err
+		}
+	}
 		return nil, err
 	}
 	scheme, err := topology.NewScheme()
@@ -256,7 +273,7 @@ func (p *Provider) startCluster(ctx context.Context, name string, role topology.
 		return nil, err
 	}
 	lc.kueue = &kueueProcess{
-		cluster: name, restConfig: cfg, configPath: kueueCfg, logPath: filepath.Join(dir, "kueue.log"),
+		cluster: name, restConfig: cp.configAs(cp.kueue), configPath: kueueCfg, logPath: filepath.Join(dir, "kueue.log"),
 		certDir: certDir, webhookPort: port, batch: p.opts.EventsBatchPeriod, verbosity: p.opts.KueueLogVerbosity,
 	}
 	if err := lc.kueue.start(ctx); err != nil {

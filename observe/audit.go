@@ -1,0 +1,284 @@
+package observe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	"github.com/multikueue-testkit/testkit/internal/redact"
+	"github.com/multikueue-testkit/testkit/topology"
+)
+
+// Attribution: who made each recorded change, read from the API servers'
+// audit logs. A provider that can read its clusters' audit logs implements
+// AuditProvider (the local provider does); Observer.Attribute then matches
+// every event to the write that caused it. Without audit sources events stay
+// unattributed and timelines read as before.
+
+// Role is the part of a MultiKueue setup that made a change.
+type Role string
+
+const (
+	// RoleTest is the test itself (and the topology's setup): the admin
+	// credentials of topology.Cluster.Config.
+	RoleTest Role = "test"
+	// RoleKueue is the cluster's own Kueue (on the manager that includes
+	// MultiKueue's controllers writing manager objects).
+	RoleKueue Role = "Kueue"
+	// RoleMultiKueue is the manager's MultiKueue acting on a worker with the
+	// credentials its MultiKueueCluster names.
+	RoleMultiKueue Role = "MultiKueue"
+	// RoleAgent is the local topology's stand-ins for a kubelet and a
+	// controller-manager: the Job executor and the owner garbage collector.
+	RoleAgent Role = "agent"
+)
+
+// Actor is who made a recorded change, as the API server's audit log names
+// the request that made it.
+type Actor struct {
+	// User is the authenticated user name (never a credential).
+	User string
+	// UserAgent is the client's User-Agent header.
+	UserAgent string
+	// Role is the part of the setup User stands for; empty when unknown.
+	Role Role
+	// Verb is the request: create, update, patch, delete, with the
+	// subresource when there is one ("patch status").
+	Verb string
+}
+
+// IsZero reports whether no actor is known.
+func (a Actor) IsZero() bool { return a.User == "" }
+
+// Describe names the actor for a timeline line of cluster.
+func (a Actor) Describe(cluster string) string {
+	user := redact.String(a.User)
+	switch a.Role {
+	case RoleTest:
+		return "the test (" + user + ")"
+	case RoleKueue:
+		return cluster + "'s Kueue (" + user + ")"
+	case RoleMultiKueue:
+		return "MultiKueue (" + user + ")"
+	case RoleAgent:
+		return "the local agent (" + user + ")"
+	case "":
+		return user
+	}
+	return string(a.Role) + " (" + user + ")"
+}
+
+// AuditWrite is one write an API server completed, as its audit log records
+// it at the Metadata level (no request or response bodies).
+type AuditWrite struct {
+	// Received is the requestReceivedTimestamp, Completed the stageTimestamp
+	// of the ResponseComplete stage.
+	Received, Completed time.Time
+	Verb                string
+	Resource            schema.GroupResource
+	Subresource         string
+	Namespace, Name     string
+	// UID of the object when the request carried one (updates); empty for
+	// creates, patches and deletes.
+	UID       types.UID
+	Code      int32
+	User      string
+	UserAgent string
+	// Role is what the source knows User to be (a provider knows its own
+	// identities); empty when it does not.
+	Role Role
+}
+
+// AuditSource gives one cluster's audited writes.
+type AuditSource interface {
+	// Writes returns the successful (2xx) writes whose request was received
+	// at or after since, in the order the API server completed them.
+	Writes(ctx context.Context, since time.Time) ([]AuditWrite, error)
+}
+
+// AuditProvider is implemented by a topology.Provider that can read its
+// clusters' audit logs. AuditSource returns nil for a cluster without one.
+type AuditProvider interface {
+	AuditSource(cluster string) AuditSource
+}
+
+// Identity gives a Role to a user on one cluster, for users the audit source
+// does not know: the identity MultiKueue's credentials authenticate as on a
+// worker, for instance.
+type Identity struct {
+	Cluster string
+	User    string
+	Role    Role
+}
+
+// auditSources returns the audit source of every cluster of topo that has
+// one.
+func auditSources(topo *topology.Topology) map[string]AuditSource {
+	ap, ok := topo.Provider().(AuditProvider)
+	if !ok {
+		return nil
+	}
+	out := map[string]AuditSource{}
+	for _, c := range topo.Clusters() {
+		if s := ap.AuditSource(c.Name); s != nil {
+			out[c.Name] = s
+		}
+	}
+	return out
+}
+
+// HasAudit reports whether any observed cluster has an audit source.
+func (o *Observer) HasAudit() bool { return len(o.audit) > 0 }
+
+// AuditedResources returns the resources whose writes Attribute needs for a
+// topology with these Kueue integrations: Workloads, the job kinds the
+// Observer watches (JobKindsFor), MultiKueueClusters and ClusterQueues.
+// Providers audit these.
+func AuditedResources(integrations []string) ([]schema.GroupResource, error) {
+	kinds := append([]Kind{KindWorkload, KindMultiKueueCluster, KindClusterQueue}, JobKindsFor(integrations)...)
+	out := make([]schema.GroupResource, 0, len(kinds))
+	res, err := kindResources()
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range kinds {
+		out = append(out, res[k])
+	}
+	return out, nil
+}
+
+// kindResources maps every kind the Observer can record to its API
+// resource, through the topology's scheme.
+func kindResources() (map[Kind]schema.GroupResource, error) {
+	scheme, err := topology.NewScheme()
+	if err != nil {
+		return nil, err
+	}
+	objs := map[Kind]client.Object{
+		KindWorkload: &kueue.Workload{}, KindMultiKueueCluster: &kueue.MultiKueueCluster{}, KindClusterQueue: &kueue.ClusterQueue{},
+	}
+	for _, jk := range jobKindTable() {
+		objs[jk.kind] = jk.newObj()
+	}
+	out := make(map[Kind]schema.GroupResource, len(objs))
+	for k, obj := range objs {
+		gvks, _, err := scheme.ObjectKinds(obj)
+		if err != nil || len(gvks) == 0 {
+			return nil, fmt.Errorf("observe: kind %s is not in the topology scheme: %v", k, err)
+		}
+		plural, _ := meta.UnsafeGuessKindToResource(gvks[0])
+		out[k] = plural.GroupResource()
+	}
+	return out, nil
+}
+
+// Attribute returns a copy of events with Actor set on every event of a
+// cluster that has an audit source: the last write to the same object
+// (cluster, resource, namespace, name; UID when the write carries one) that
+// the API server received before the Observer saw the change; for a
+// creation, the create request; for a deletion request, the delete. Roles come
+// from the audit source, else from ids. Events of clusters without a source,
+// or whose write is not (yet) in the log, keep a zero Actor.
+//
+// Matching is by time, as audit events at the Metadata level carry no
+// resulting resourceVersion: two writes to one object by different actors
+// within the few milliseconds it takes a watch event to arrive can be
+// confused.
+func (o *Observer) Attribute(ctx context.Context, events []Event, ids ...Identity) ([]Event, error) {
+	out := slices.Clone(events)
+	if len(o.audit) == 0 || len(events) == 0 {
+		return out, nil
+	}
+	res, err := kindResources()
+	if err != nil {
+		return out, err
+	}
+	type writeKey struct {
+		cluster   string
+		gr        schema.GroupResource
+		namespace string
+		name      string
+	}
+	byObj := map[writeKey][]AuditWrite{}
+	var errs []error
+	for cluster, src := range o.audit {
+		writes, err := src.Writes(ctx, time.Time{})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("cluster %q: audit log: %w", cluster, err))
+			continue
+		}
+		for _, w := range writes {
+			k := writeKey{cluster, w.Resource, w.Namespace, w.Name}
+			byObj[k] = append(byObj[k], w)
+		}
+	}
+	roles := map[[2]string]Role{}
+	for _, id := range ids {
+		roles[[2]string{id.Cluster, id.User}] = id.Role
+	}
+	// Events of one informer notification share their time; a creation
+	// among them makes the whole group the create request's doing.
+	type groupKey struct {
+		writeKey
+		at time.Time
+	}
+	creates := map[groupKey]bool{}
+	for _, e := range events {
+		if e.Type == Created {
+			creates[groupKey{writeKey{e.Cluster, res[e.Kind], e.Namespace, e.Name}, e.Time}] = true
+		}
+	}
+	for i, e := range out {
+		if o.audit[e.Cluster] == nil {
+			continue
+		}
+		k := writeKey{e.Cluster, res[e.Kind], e.Namespace, e.Name}
+		w, ok := causeOf(byObj[k], e, creates[groupKey{k, e.Time}])
+		if !ok {
+			continue
+		}
+		role := w.Role
+		if role == "" {
+			role = roles[[2]string{e.Cluster, w.User}]
+		}
+		verb := w.Verb
+		if w.Subresource != "" {
+			verb += " " + w.Subresource
+		}
+		out[i].Actor = Actor{User: w.User, UserAgent: w.UserAgent, Role: role, Verb: verb}
+	}
+	return out, errors.Join(errs...)
+}
+
+// causeOf picks, among one object's writes, the one that caused e: the last
+// fitting write received before the Observer saw the change. create
+// restricts the choice to create requests, a DeletionRequested event to
+// delete requests.
+func causeOf(writes []AuditWrite, e Event, create bool) (AuditWrite, bool) {
+	var best *AuditWrite
+	for i := range writes {
+		w := &writes[i]
+		switch {
+		case w.Received.After(e.Time),
+			create && w.Verb != "create",
+			e.Type == DeletionRequested && w.Verb != "delete",
+			w.UID != "" && e.UID != "" && w.UID != e.UID:
+			continue
+		}
+		if best == nil || !w.Received.Before(best.Received) {
+			best = w
+		}
+	}
+	if best == nil {
+		return AuditWrite{}, false
+	}
+	return *best, true
+}

@@ -1,0 +1,103 @@
+package observe
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+type writesSource []AuditWrite
+
+func (s writesSource) Writes(context.Context, time.Time) ([]AuditWrite, error) { return s, nil }
+
+// TestAttributeMatchesEachEventToItsWrite covers the matching rules on
+// hand-made audit records (the end-to-end proof is in package assert).
+func TestAttributeMatchesEachEventToItsWrite(t *testing.T) {
+	t0 := time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	wl := schema.GroupResource{Group: "kueue.x-k8s.io", Resource: "workloads"}
+	job := schema.GroupResource{Group: "batch", Resource: "jobs"}
+	sa := "system:serviceaccount:kueue-system:multikueue-manager"
+	w := func(ms int, verb string, gr schema.GroupResource, sub, user string, role Role) AuditWrite {
+		return AuditWrite{Received: at(ms), Completed: at(ms + 2), Verb: verb, Resource: gr, Subresource: sub,
+			Namespace: "default", Name: "a", Code: 200, User: user, Role: role}
+	}
+	o := &Observer{audit: map[string]AuditSource{
+		"worker-1": writesSource{
+			w(100, "create", wl, "", sa, ""),
+			w(103, "patch", wl, "status", "kueue", RoleKueue),
+			w(200, "create", job, "", sa, ""),
+			w(300, "update", job, "status", "mktk-agent", RoleAgent),
+			w(400, "delete", wl, "", sa, ""),
+			w(401, "update", wl, "", "kueue", RoleKueue), // finalizer removed
+			w(900, "patch", wl, "status", "kueue", RoleKueue),
+		},
+	}}
+	ev := func(ms int, cluster string, k Kind, typ Type) Event {
+		return Event{Time: at(ms), Cluster: cluster, Kind: k, Namespace: "default", Name: "a", Type: typ}
+	}
+	events := []Event{
+		ev(105, "worker-1", KindWorkload, Created), // the status patch at 103 came first, but this is a creation
+		ev(105, "worker-1", KindWorkload, QuotaReserved),
+		ev(110, "worker-1", KindWorkload, Admitted), // the patch at 103
+		ev(204, "worker-1", KindJob, Created),
+		ev(305, "worker-1", KindJob, JobStarted),
+		ev(403, "worker-1", KindWorkload, DeletionRequested), // the delete, not the update at 401
+		ev(404, "worker-1", KindWorkload, Deleted),           // the update that removed the finalizer
+		ev(50, "worker-1", KindJob, JobStatus),               // before any write: unknown
+		ev(105, "manager", KindWorkload, Created),            // no audit source
+	}
+	got, err := o.Attribute(context.Background(), events, Identity{Cluster: "worker-1", User: sa, Role: RoleMultiKueue})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []struct {
+		user string
+		role Role
+		verb string
+	}{
+		{sa, RoleMultiKueue, "create"},
+		{sa, RoleMultiKueue, "create"},
+		{"kueue", RoleKueue, "patch status"},
+		{sa, RoleMultiKueue, "create"},
+		{"mktk-agent", RoleAgent, "update status"},
+		{sa, RoleMultiKueue, "delete"},
+		{"kueue", RoleKueue, "update"},
+		{"", "", ""},
+		{"", "", ""},
+	}
+	for i, w := range want {
+		a := got[i].Actor
+		if a.User != w.user || a.Role != w.role || a.Verb != w.verb {
+			t.Errorf("event %d (%s %s at +%s): actor %+v, want %+v", i, got[i].Kind, got[i].Type, got[i].Time.Sub(t0), a, w)
+		}
+	}
+	if !events[0].Actor.IsZero() {
+		t.Error("Attribute changed its input")
+	}
+	tl := Timeline(got, []string{"manager", "worker-1"})
+	for _, line := range []string{
+		"Job default/a Created  [by MultiKueue (" + sa + ")]",
+		"Workload default/a Admitted  [by worker-1's Kueue (kueue)]",
+		"Job default/a Started  [by the local agent (mktk-agent)]",
+	} {
+		if !strings.Contains(tl, line) {
+			t.Errorf("timeline lacks %q:\n%s", line, tl)
+		}
+	}
+	if strings.Contains(strings.Split(tl, `cluster "worker-1"`)[0], "[by") {
+		t.Errorf("a cluster without audit got actors:\n%s", tl)
+	}
+}
+
+func TestAttributeWithoutAuditKeepsEvents(t *testing.T) {
+	o := &Observer{}
+	in := []Event{{Time: time.Now(), Cluster: "c", Kind: KindWorkload, Type: Created}}
+	out, err := o.Attribute(context.Background(), in)
+	if err != nil || len(out) != 1 || !out[0].Actor.IsZero() || o.HasAudit() {
+		t.Fatalf("got %+v, %v", out, err)
+	}
+}

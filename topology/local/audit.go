@@ -1,0 +1,207 @@
+package local
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/multikueue-testkit/testkit/observe"
+	"github.com/multikueue-testkit/testkit/topology"
+)
+
+// Each cluster's kube-apiserver writes an audit log (JSON lines, Metadata
+// level: who, what, when; never a request or response body) of the writes
+// attribution needs, and the Observer reads it through Provider.AuditSource.
+// The log file is read on demand, when a failure's timeline is rendered:
+// nothing runs in the test process while the tests do.
+
+// Client identities of a local cluster, one client certificate each, so that
+// the audit log tells them apart.
+const (
+	// kueueUser is the in-process Kueue's user (system:masters, as Kueue's
+	// own ClusterRole is broad).
+	kueueUser = "kueue"
+	// agentUser is the Job executor's and owner GC's user.
+	agentUser = "mktk-agent"
+)
+
+// roleOf maps the local identities to their roles.
+func roleOf(user string) observe.Role {
+	switch user {
+	case adminUser:
+		return observe.RoleTest
+	case kueueUser:
+		return observe.RoleKueue
+	case agentUser:
+		return observe.RoleAgent
+	}
+	return ""
+}
+
+// auditPolicy is the audit policy every API server of spec's topology runs:
+// the writes (create, update, patch, delete, deletecollection), at the
+// Metadata level, to the resources the Observer records
+// (observe.AuditedResources, subresources included), to Secrets in Kueue's
+// namespace and to ClusterProfiles; nothing else, and only the
+// ResponseComplete stage.
+func auditPolicy(spec topology.Spec) ([]byte, error) {
+	watched, err := observe.AuditedResources(spec.Kueue.Integrations)
+	if err != nil {
+		return nil, err
+	}
+	writes := []string{"create", "update", "patch", "delete", "deletecollection"}
+	byGroup := map[string][]string{}
+	add := func(gr schema.GroupResource) {
+		byGroup[gr.Group] = append(byGroup[gr.Group], gr.Resource, gr.Resource+"/*")
+	}
+	for _, gr := range watched {
+		add(gr)
+	}
+	add(schema.GroupResource{Group: "multicluster.x-k8s.io", Resource: "clusterprofiles"})
+	groups := make([]string, 0, len(byGroup))
+	for g := range byGroup {
+		groups = append(groups, g)
+	}
+	sort.Strings(groups)
+	var watchedRes []auditv1.GroupResources
+	for _, g := range groups {
+		watchedRes = append(watchedRes, auditv1.GroupResources{Group: g, Resources: byGroup[g]})
+	}
+	p := auditv1.Policy{
+		OmitStages: []auditv1.Stage{auditv1.StageRequestReceived, auditv1.StageResponseStarted},
+		Rules: []auditv1.PolicyRule{
+			{Level: auditv1.LevelMetadata, Verbs: writes, Resources: watchedRes},
+			{Level: auditv1.LevelMetadata, Verbs: writes, Namespaces: []string{spec.Kueue.Namespace},
+				Resources: []auditv1.GroupResources{{Group: "", Resources: []string{"secrets"}}}},
+			{Level: auditv1.LevelNone},
+		},
+	}
+	p.APIVersion, p.Kind = auditv1.SchemeGroupVersion.String(), "Policy"
+	return yaml.Marshal(&p)
+}
+
+// auditLog is one cluster's audit log file, read incrementally. It
+// implements observe.AuditSource.
+type auditLog struct {
+	path string
+
+	mu      sync.Mutex
+	offset  int64
+	partial []byte // a line not yet terminated
+	writes  []observe.AuditWrite
+}
+
+var _ observe.AuditSource = (*auditLog)(nil)
+
+// Writes implements observe.AuditSource: it reads what the API server
+// appended since the last call.
+func (a *auditLog) Writes(_ context.Context, since time.Time) ([]observe.AuditWrite, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if err := a.readNew(); err != nil {
+		return nil, err
+	}
+	var out []observe.AuditWrite
+	for _, w := range a.writes {
+		if !w.Received.Before(since) {
+			out = append(out, w)
+		}
+	}
+	return out, nil
+}
+
+func (a *auditLog) readNew() error {
+	f, err := os.Open(a.path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil // the API server has not written it yet
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if st.Size() < a.offset { // rotated (past --audit-log-maxsize): start over
+		a.offset, a.partial = 0, nil
+	}
+	if _, err := f.Seek(a.offset, io.SeekStart); err != nil {
+		return err
+	}
+	data, err := io.ReadAll(f)
+	if err != nil {
+		return err
+	}
+	a.offset += int64(len(data))
+	buf := append(a.partial, data...)
+	end := bytes.LastIndexByte(buf, '\n')
+	if end < 0 {
+		a.partial = buf
+		return nil
+	}
+	a.partial = bytes.Clone(buf[end+1:])
+	for line := range bytes.SplitSeq(buf[:end], []byte{'\n'}) {
+		if w, ok := parseAuditLine(line); ok {
+			a.writes = append(a.writes, w)
+		}
+	}
+	return nil
+}
+
+// parseAuditLine turns one audit event into a write; false for anything but
+// a completed, successful request on an object.
+func parseAuditLine(line []byte) (observe.AuditWrite, bool) {
+	var ev auditv1.Event
+	if len(bytes.TrimSpace(line)) == 0 || json.Unmarshal(line, &ev) != nil {
+		return observe.AuditWrite{}, false
+	}
+	ref := ev.ObjectRef
+	if ev.Stage != auditv1.StageResponseComplete || ref == nil || ev.ResponseStatus == nil ||
+		ev.ResponseStatus.Code < 200 || ev.ResponseStatus.Code > 299 {
+		return observe.AuditWrite{}, false
+	}
+	return observe.AuditWrite{
+		Received: ev.RequestReceivedTimestamp.Time, Completed: ev.StageTimestamp.Time,
+		Verb: ev.Verb, Resource: schema.GroupResource{Group: ref.APIGroup, Resource: ref.Resource}, Subresource: ref.Subresource,
+		Namespace: ref.Namespace, Name: ref.Name, UID: ref.UID, Code: ev.ResponseStatus.Code,
+		User: ev.User.Username, UserAgent: ev.UserAgent, Role: roleOf(ev.User.Username),
+	}, true
+}
+
+// AuditSource implements observe.AuditProvider: the audit log of the named
+// cluster, nil when audit is off (Options.DisableAudit) or the cluster is
+// unknown.
+func (p *Provider) AuditSource(cluster string) observe.AuditSource {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, lc := range p.clusters {
+		if lc.name == cluster && lc.cp.audit != nil {
+			return lc.cp.audit
+		}
+	}
+	return nil
+}
+
+var _ observe.AuditProvider = (*Provider)(nil)
+
+// enableAudit writes the policy into the cluster's directory; the API server
+// then starts with it, logging to audit.log next to it.
+func (cp *controlPlane) enableAudit(policy []byte) error {
+	if err := os.WriteFile(cp.file(auditPolicyFile), policy, 0o600); err != nil {
+		return fmt.Errorf("cluster %q: audit policy: %w", cp.cluster, err)
+	}
+	cp.audit = &auditLog{path: cp.file(auditLogFile)}
+	return nil
+}
