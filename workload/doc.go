@@ -4,6 +4,11 @@
 //	job := workload.NewJob("sample", "default").Queue("user-queue").
 //		Requests("1", "1Gi").RunFor(2 * time.Second).Obj()
 //
+// A built Job or JobSet runs the same on the local topology and on a real
+// cluster: RunFor and Fails set both the annotations the local executor reads
+// and a pod template (DefaultImage, a busybox, or Image) that sleeps for the
+// run duration and exits 0 or 1, with no restarts and backoffLimit 0.
+//
 // Builders only build objects; submitting them is the caller's (or a
 // scenario's) business.
 package workload

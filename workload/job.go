@@ -8,45 +8,40 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/kueue/pkg/controller/constants"
 
 	"github.com/multikueue-testkit/testkit/topology"
 )
 
-// QueueLabel is the label that sends a job to a LocalQueue.
-const QueueLabel = "kueue.x-k8s.io/queue-name"
+// QueueLabel is the label that sends a job to a LocalQueue (Kueue's
+// constants.QueueLabel).
+const QueueLabel = constants.QueueLabel
 
 // JobBuilder builds a batch/v1 Job. The Job is created suspended, as Kueue
 // expects; the webhook sets spec.managedBy on the manager.
-type JobBuilder struct{ job batchv1.Job }
-
-// NewJob starts a Job with one pod, one container, no resource requests.
-func NewJob(name, namespace string) *JobBuilder {
-	return &JobBuilder{job: batchv1.Job{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: map[string]string{}, Annotations: map[string]string{}},
-		Spec:       oneTaskJobSpec(true),
-	}}
+//
+// A built Job runs the same way in the local topology and on a real cluster:
+// RunFor and Fails set the annotations the local executor reads
+// (topology.AnnotationRunDuration, topology.AnnotationOutcome) and the pod
+// template, whose container (DefaultImage unless Image is called) sleeps for
+// the run duration and exits 0, or 1 with Fails. The pod never restarts and
+// backoffLimit is 0, so a real Job controller fails the Job on that exit.
+type JobBuilder struct {
+	job batchv1.Job
+	run run
 }
 
-// oneTaskJobSpec is a Job spec of one pod with one container that exits, no
-// retries and no resource requests.
-func oneTaskJobSpec(suspend bool) batchv1.JobSpec {
-	spec := batchv1.JobSpec{
-		Parallelism:  ptr.To[int32](1),
-		Completions:  ptr.To[int32](1),
-		BackoffLimit: ptr.To[int32](0),
-		Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-			RestartPolicy: corev1.RestartPolicyNever,
-			Containers: []corev1.Container{{
-				Name: "c", Image: "registry.k8s.io/e2e-test-images/agnhost:2.53",
-				Args: []string{"entrypoint-tester"},
-			}},
-		}},
+// NewJob starts a Job with one pod, one container, no resource requests,
+// that runs for DefaultRunDuration and succeeds.
+func NewJob(name, namespace string) *JobBuilder {
+	return &JobBuilder{
+		job: batchv1.Job{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: map[string]string{}, Annotations: map[string]string{}},
+			Spec:       oneTaskJobSpec(true),
+		},
+		run: newRun(),
 	}
-	if suspend {
-		spec.Suspend = ptr.To(true)
-	}
-	return spec
 }
 
 // Queue sets the LocalQueue.
@@ -85,21 +80,28 @@ func (b *JobBuilder) PriorityClass(name string) *JobBuilder {
 
 // WorkloadPriorityClass sets Kueue's workload priority class label.
 func (b *JobBuilder) WorkloadPriorityClass(name string) *JobBuilder {
-	b.job.Labels["kueue.x-k8s.io/priority-class"] = name
+	b.job.Labels[constants.WorkloadPriorityClassLabel] = name
 	return b
 }
 
-// RunFor sets how long the local executor keeps the Job running.
+// RunFor sets how long the Job runs: in the local executor and in the pod's
+// sleep. It panics on a negative duration.
 func (b *JobBuilder) RunFor(d time.Duration) *JobBuilder {
+	b.run.setDuration(d)
 	b.job.Annotations[topology.AnnotationRunDuration] = d.String()
 	return b
 }
 
-// Fails makes the local executor fail the Job instead of succeeding it.
+// Fails makes the Job fail: the local executor marks it Failed, the pod exits 1.
 func (b *JobBuilder) Fails() *JobBuilder {
+	b.run.fails = true
 	b.job.Annotations[topology.AnnotationOutcome] = topology.OutcomeFailed
 	return b
 }
+
+// Image sets the container image for real clusters (default DefaultImage);
+// it must have sh and sleep. The local topology runs no pods and ignores it.
+func (b *JobBuilder) Image(image string) *JobBuilder { b.run.image = image; return b }
 
 // Label sets a label.
 func (b *JobBuilder) Label(k, v string) *JobBuilder { b.job.Labels[k] = v; return b }
@@ -108,4 +110,11 @@ func (b *JobBuilder) Label(k, v string) *JobBuilder { b.job.Labels[k] = v; retur
 func (b *JobBuilder) Annotation(k, v string) *JobBuilder { b.job.Annotations[k] = v; return b }
 
 // Obj returns a copy of the built Job.
-func (b *JobBuilder) Obj() *batchv1.Job { return b.job.DeepCopy() }
+func (b *JobBuilder) Obj() *batchv1.Job {
+	job := b.job.DeepCopy()
+	b.run.applyTo(&job.Spec.Template.Spec)
+	if b.run.fails {
+		job.Spec.BackoffLimit = ptr.To[int32](0)
+	}
+	return job
+}

@@ -1,33 +1,53 @@
 package workload
 
 import (
+	"time"
+
 	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	jobset "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	"github.com/multikueue-testkit/testkit/topology"
 )
 
 // JobSetBuilder builds a JobSet (jobset.x-k8s.io/v1alpha2), created
 // suspended as Kueue expects. It needs the topology's JobSet integration
 // (topology.IntegrationJobSet); the local topology runs no JobSet controller,
 // so a JobSet is admitted and dispatched but does not run there.
-type JobSetBuilder struct{ js jobset.JobSet }
+//
+// On a real cluster its pods run as JobBuilder's do: RunFor, Fails and Image
+// set the pod template (sleep, then exit 0 or 1; restartPolicy Never,
+// backoffLimit 0, and JobSet's default failure policy of no restarts fails
+// the JobSet). RunFor and Fails also set the local executor's annotations on
+// the JobSet and on its Job template, so the child Jobs carry them.
+type JobSetBuilder struct {
+	js  jobset.JobSet
+	run run
+}
 
 // NewJobSet starts a JobSet with one replicated job "workers" of one Job
-// with one pod, no resource requests.
+// with one pod, no resource requests, that runs for DefaultRunDuration and
+// succeeds.
 func NewJobSet(name, namespace string) *JobSetBuilder {
-	return &JobSetBuilder{js: jobset.JobSet{
-		TypeMeta:   metav1.TypeMeta{APIVersion: jobset.GroupVersion.String(), Kind: "JobSet"},
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: map[string]string{}, Annotations: map[string]string{}},
-		Spec: jobset.JobSetSpec{
-			Suspend: ptr.To(true),
-			ReplicatedJobs: []jobset.ReplicatedJob{{
-				Name:     "workers",
-				Replicas: 1,
-				Template: batchv1.JobTemplateSpec{Spec: oneTaskJobSpec(false)},
-			}},
+	return &JobSetBuilder{
+		js: jobset.JobSet{
+			TypeMeta:   metav1.TypeMeta{APIVersion: jobset.GroupVersion.String(), Kind: "JobSet"},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: map[string]string{}, Annotations: map[string]string{}},
+			Spec: jobset.JobSetSpec{
+				Suspend: ptr.To(true),
+				ReplicatedJobs: []jobset.ReplicatedJob{{
+					Name:     "workers",
+					Replicas: 1,
+					Template: batchv1.JobTemplateSpec{
+						ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{}},
+						Spec:       oneTaskJobSpec(false),
+					},
+				}},
+			},
 		},
-	}}
+		run: newRun(),
+	}
 }
 
 // Queue sets the LocalQueue.
@@ -46,8 +66,41 @@ func (b *JobSetBuilder) Requests(cpu, memory string) *JobSetBuilder {
 	return b
 }
 
+// RunFor sets how long each pod runs (its sleep) and the run-duration
+// annotation. It panics on a negative duration.
+func (b *JobSetBuilder) RunFor(d time.Duration) *JobSetBuilder {
+	b.run.setDuration(d)
+	b.annotate(topology.AnnotationRunDuration, d.String())
+	return b
+}
+
+// Fails makes each pod exit 1, failing its Job and so the JobSet, and sets
+// the outcome annotation.
+func (b *JobSetBuilder) Fails() *JobSetBuilder {
+	b.run.fails = true
+	b.annotate(topology.AnnotationOutcome, topology.OutcomeFailed)
+	return b
+}
+
+// Image sets the container image for real clusters (default DefaultImage);
+// it must have sh and sleep.
+func (b *JobSetBuilder) Image(image string) *JobSetBuilder { b.run.image = image; return b }
+
+func (b *JobSetBuilder) annotate(k, v string) {
+	b.js.Annotations[k] = v
+	b.js.Spec.ReplicatedJobs[0].Template.Annotations[k] = v
+}
+
 // Label sets a label on the JobSet.
 func (b *JobSetBuilder) Label(k, v string) *JobSetBuilder { b.js.Labels[k] = v; return b }
 
 // Obj returns a copy of the JobSet built so far.
-func (b *JobSetBuilder) Obj() *jobset.JobSet { return b.js.DeepCopy() }
+func (b *JobSetBuilder) Obj() *jobset.JobSet {
+	js := b.js.DeepCopy()
+	tmpl := &js.Spec.ReplicatedJobs[0].Template.Spec
+	b.run.applyTo(&tmpl.Template.Spec)
+	if b.run.fails {
+		tmpl.BackoffLimit = ptr.To[int32](0)
+	}
+	return js
+}
