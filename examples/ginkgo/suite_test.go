@@ -11,9 +11,9 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/multikueue-testkit/testkit/assert"
+	"github.com/multikueue-testkit/testkit/examples/internal/substrate"
 	"github.com/multikueue-testkit/testkit/scenario"
 	"github.com/multikueue-testkit/testkit/topology"
-	"github.com/multikueue-testkit/testkit/topology/local"
 	"github.com/multikueue-testkit/testkit/workload"
 )
 
@@ -29,7 +29,7 @@ var (
 
 var _ = BeforeSuite(func(ctx SpecContext) {
 	var err error
-	topo, err = local.New(ctx, topology.Options{Workers: 2}, local.Options{})
+	topo, err = substrate.New(ctx, topology.Options{Workers: 2})
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(func() { Expect(topo.Close(context.Background())).To(Succeed()) })
 	env, err = scenario.Observe(ctx, topo)
@@ -39,7 +39,8 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 
 var _ = Describe("a batch/Job", func() {
 	It("is admitted on exactly one worker and cleaned up", func(ctx SpecContext) {
-		job := workload.NewJob("ginkgo", "default").Queue("user-queue").Requests("1", "1Gi").RunFor(time.Second).Obj()
+		q := topo.Spec.Queues
+		job := workload.NewJob("ginkgo", q.Namespaces[0]).Queue(q.LocalQueue).Requests("1", "1Gi").RunFor(time.Second).Obj()
 		Expect(topo.Manager.Client.Create(ctx, job)).To(Succeed())
 		assert.For(GinkgoT(), env.Check).ExactlyOnceAdmitted(ctx, job)
 		Expect(env.Check.NominationCleared(ctx, job)).To(Succeed())

@@ -4,7 +4,8 @@
 // MultiKueue: dispatch, exactly-once admission on one worker, nomination
 // cleanup, completion and remote cleanup.
 //
-//	go test ./examples/...
+//	go test ./examples/...                                  # embedded clusters
+//	MKTK_KUBECONFIGS=manager=m.kubeconfig,worker-1=w1.kubeconfig go test ./examples/...   # yours
 package jobdispatch
 
 import (
@@ -18,11 +19,10 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
 	"github.com/multikueue-testkit/testkit/assert"
+	"github.com/multikueue-testkit/testkit/examples/internal/substrate"
 	"github.com/multikueue-testkit/testkit/scenario"
 	"github.com/multikueue-testkit/testkit/scenario/envfuncs"
-	"github.com/multikueue-testkit/testkit/scenario/envfuncs/localenv"
 	"github.com/multikueue-testkit/testkit/topology"
-	"github.com/multikueue-testkit/testkit/topology/local"
 	"github.com/multikueue-testkit/testkit/workload"
 )
 
@@ -30,7 +30,14 @@ var testenv env.Environment
 
 func TestMain(m *testing.M) {
 	testenv = env.New()
-	testenv.Setup(localenv.SetupLocal(topology.Options{Workers: 3, Progress: os.Stderr}, local.Options{}))
+	// The embedded local topology, or the clusters MKTK_KUBECONFIGS names.
+	testenv.Setup(func(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
+		topo, err := substrate.New(ctx, topology.Options{Workers: 3, Progress: os.Stderr})
+		if err != nil {
+			return ctx, err
+		}
+		return envfuncs.SetupTopology(topo)(ctx, cfg)
+	})
 	testenv.Finish(envfuncs.Teardown())
 	os.Exit(testenv.Run(m))
 }
@@ -44,7 +51,8 @@ func TestBatchJobThroughMultiKueue(t *testing.T) {
 		}).
 		Assess("one Job runs on exactly one worker and is cleaned up", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			e := mustEnv(ctx, t)
-			job := workload.NewJob("sample", "default").Queue("user-queue").Requests("1", "1Gi").RunFor(time.Second).Obj()
+			q := e.Topo.Spec.Queues
+			job := workload.NewJob("sample", q.Namespaces[0]).Queue(q.LocalQueue).Requests("1", "1Gi").RunFor(time.Second).Obj()
 			if err := e.Topo.Manager.Client.Create(ctx, job); err != nil {
 				t.Fatal(err)
 			}

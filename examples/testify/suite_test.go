@@ -11,9 +11,9 @@ import (
 	"github.com/stretchr/testify/suite"
 
 	"github.com/multikueue-testkit/testkit/assert"
+	"github.com/multikueue-testkit/testkit/examples/internal/substrate"
 	"github.com/multikueue-testkit/testkit/scenario"
 	"github.com/multikueue-testkit/testkit/topology"
-	"github.com/multikueue-testkit/testkit/topology/local"
 	"github.com/multikueue-testkit/testkit/workload"
 )
 
@@ -25,7 +25,7 @@ type MultiKueueSuite struct {
 
 func (s *MultiKueueSuite) SetupSuite() {
 	ctx := context.Background()
-	topo, err := local.New(ctx, topology.Options{Workers: 2}, local.Options{})
+	topo, err := substrate.New(ctx, topology.Options{Workers: 2})
 	s.Require().NoError(err)
 	s.topo = topo
 	s.env, err = scenario.Observe(ctx, topo)
@@ -43,7 +43,8 @@ func (s *MultiKueueSuite) TearDownSuite() {
 
 func (s *MultiKueueSuite) TestJobRunsOnceAndIsCleanedUp() {
 	ctx := context.Background()
-	job := workload.NewJob("testify", "default").Queue("user-queue").Requests("1", "1Gi").RunFor(time.Second).Obj()
+	q := s.topo.Spec.Queues
+	job := workload.NewJob("testify", q.Namespaces[0]).Queue(q.LocalQueue).Requests("1", "1Gi").RunFor(time.Second).Obj()
 	s.Require().NoError(s.topo.Manager.Client.Create(ctx, job))
 	a := assert.For(s.T(), s.env.Check)
 	a.ExactlyOnceAdmitted(ctx, job)
