@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	inventoryv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	"sigs.k8s.io/yaml"
 
@@ -48,9 +49,21 @@ func (t target) refs(c *Checker) []objRef {
 func (c *Checker) setupRefs() []objRef {
 	mgr := c.Topo.Manager.Name
 	out := []objRef{{mgr, &kueue.AdmissionCheck{ObjectMeta: metav1.ObjectMeta{Name: c.Topo.Spec.Queues.AdmissionCheck}}}}
+	ns := c.Topo.Spec.Kueue.Namespace
 	for _, w := range c.Topo.Workers {
 		out = append(out, objRef{mgr, &kueue.MultiKueueCluster{ObjectMeta: metav1.ObjectMeta{Name: w.Name}}})
-		out = append(out, objRef{mgr, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: c.Topo.Spec.Kueue.Namespace, Name: "multikueue-" + w.Name}}})
+		// The credentials the MultiKueueCluster names (from the Observer's
+		// cache: no request).
+		mkc := &kueue.MultiKueueCluster{}
+		if err := c.reader(mgr).Get(context.Background(), client.ObjectKey{Name: w.Name}, mkc); err != nil {
+			continue
+		}
+		switch src := mkc.Spec.ClusterSource; {
+		case src.KubeConfig != nil && src.KubeConfig.LocationType == kueue.SecretLocationType:
+			out = append(out, objRef{mgr, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: src.KubeConfig.Location}}})
+		case src.ClusterProfileRef != nil:
+			out = append(out, objRef{mgr, &inventoryv1alpha1.ClusterProfile{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: src.ClusterProfileRef.Name}}})
+		}
 	}
 	for _, cl := range c.Topo.Clusters() {
 		out = append(out, objRef{cl.Name, &kueue.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: c.Topo.Spec.Queues.ClusterQueue}}})
