@@ -184,7 +184,10 @@ func kindResources() (map[Kind]schema.GroupResource, error) {
 // cluster that has an audit source: the last write to the same object
 // (cluster, resource, namespace, name; UID when the write carries one) that
 // the API server received before the Observer saw the change; for a
-// creation, the create request; for a deletion request, the delete. Roles come
+// creation, the create request; for a deletion request, the delete. The
+// other events of a creation's informer notification (the state the object
+// was created in, or had when the Observer started) take the last write
+// completed before it, else the create request. Roles come
 // from the audit source, else from ids. Events of clusters without a source,
 // or whose write is not (yet) in the log, keep a zero Actor.
 //
@@ -224,8 +227,7 @@ func (o *Observer) Attribute(ctx context.Context, events []Event, ids ...Identit
 	for _, id := range ids {
 		roles[[2]string{id.Cluster, id.User}] = id.Role
 	}
-	// Events of one informer notification share their time; a creation
-	// among them makes the whole group the create request's doing.
+	// Events of one informer notification share their time.
 	type groupKey struct {
 		writeKey
 		at time.Time
@@ -245,6 +247,11 @@ func (o *Observer) Attribute(ctx context.Context, events []Event, ids ...Identit
 		if !ok {
 			continue
 		}
+		if e.Type != Created && creates[groupKey{k, e.Time}] {
+			if later, ok := lastCompleted(byObj[k], e); ok && later.Received.After(w.Received) {
+				w = later
+			}
+		}
 		role := w.Role
 		if role == "" {
 			role = roles[[2]string{e.Cluster, w.User}]
@@ -256,6 +263,24 @@ func (o *Observer) Attribute(ctx context.Context, events []Event, ids ...Identit
 		out[i].Actor = Actor{User: w.User, UserAgent: w.UserAgent, Role: role, Verb: verb}
 	}
 	return out, errors.Join(errs...)
+}
+
+// lastCompleted is the last of one object's writes completed before e.
+func lastCompleted(writes []AuditWrite, e Event) (AuditWrite, bool) {
+	var best *AuditWrite
+	for i := range writes {
+		w := &writes[i]
+		if w.Completed.After(e.Time) || (w.UID != "" && e.UID != "" && w.UID != e.UID) {
+			continue
+		}
+		if best == nil || !w.Completed.Before(best.Completed) {
+			best = w
+		}
+	}
+	if best == nil {
+		return AuditWrite{}, false
+	}
+	return *best, true
 }
 
 // causeOf picks, among one object's writes, the one that caused e: the last

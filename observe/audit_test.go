@@ -20,6 +20,7 @@ func TestAttributeMatchesEachEventToItsWrite(t *testing.T) {
 	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
 	wl := schema.GroupResource{Group: "kueue.x-k8s.io", Resource: "workloads"}
 	job := schema.GroupResource{Group: "batch", Resource: "jobs"}
+	mkc := schema.GroupResource{Group: "kueue.x-k8s.io", Resource: "multikueueclusters"}
 	sa := "system:serviceaccount:kueue-system:multikueue-manager"
 	w := func(ms int, verb string, gr schema.GroupResource, sub, user string, role Role) AuditWrite {
 		return AuditWrite{Received: at(ms), Completed: at(ms + 2), Verb: verb, Resource: gr, Subresource: sub,
@@ -28,7 +29,9 @@ func TestAttributeMatchesEachEventToItsWrite(t *testing.T) {
 	o := &Observer{audit: map[string]AuditSource{
 		"worker-1": writesSource{
 			w(100, "create", wl, "", sa, ""),
-			w(103, "patch", wl, "status", "kueue", RoleKueue),
+			w(104, "patch", wl, "status", "kueue", RoleKueue), // completes after the creation was seen
+			w(10, "create", mkc, "", "mktk-admin", RoleTest),
+			w(20, "update", mkc, "status", "kueue", RoleKueue),
 			w(200, "create", job, "", sa, ""),
 			w(300, "update", job, "status", "mktk-agent", RoleAgent),
 			w(400, "delete", wl, "", sa, ""),
@@ -40,9 +43,13 @@ func TestAttributeMatchesEachEventToItsWrite(t *testing.T) {
 		return Event{Time: at(ms), Cluster: cluster, Kind: k, Namespace: "default", Name: "a", Type: typ}
 	}
 	events := []Event{
-		ev(105, "worker-1", KindWorkload, Created), // the status patch at 103 came first, but this is a creation
+		ev(105, "worker-1", KindWorkload, Created), // the status patch at 104 came first, but this is a creation
 		ev(105, "worker-1", KindWorkload, QuotaReserved),
-		ev(110, "worker-1", KindWorkload, Admitted), // the patch at 103
+		ev(110, "worker-1", KindWorkload, Admitted), // the patch at 104
+		// Seen when the Observer started: created by the test, made Active
+		// by Kueue since.
+		ev(1000, "worker-1", KindMultiKueueCluster, Created),
+		ev(1000, "worker-1", KindMultiKueueCluster, ClusterActive),
 		ev(204, "worker-1", KindJob, Created),
 		ev(305, "worker-1", KindJob, JobStarted),
 		ev(403, "worker-1", KindWorkload, DeletionRequested), // the delete, not the update at 401
@@ -62,6 +69,8 @@ func TestAttributeMatchesEachEventToItsWrite(t *testing.T) {
 		{sa, RoleMultiKueue, "create"},
 		{sa, RoleMultiKueue, "create"},
 		{"kueue", RoleKueue, "patch status"},
+		{"mktk-admin", RoleTest, "create"},
+		{"kueue", RoleKueue, "update status"},
 		{sa, RoleMultiKueue, "create"},
 		{"mktk-agent", RoleAgent, "update status"},
 		{sa, RoleMultiKueue, "delete"},
