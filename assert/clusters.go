@@ -9,8 +9,10 @@ import (
 )
 
 // ClusterActive waits (up to Timeout) until the MultiKueueCluster name is
-// Active=True according to the recorded history. On failure it lists the
-// cluster's Active transitions with their reasons and messages.
+// Active=True according to the recorded history and the worker accepts the
+// credentials MultiKueue uses for it, with every permission MultiKueue needs
+// (as WorkerCredentials checks them). On failure it lists the cluster's
+// Active transitions with their reasons and messages, and the refusals.
 func (c *Checker) ClusterActive(ctx context.Context, name string) error {
 	return c.clusterState(ctx, "ClusterActive", name, true, "")
 }
@@ -24,13 +26,14 @@ func (c *Checker) ClusterInactive(ctx context.Context, name, reason string) erro
 
 func (c *Checker) clusterState(ctx context.Context, assertion, name string, active bool, reason string) error {
 	mgr := c.Topo.Manager.Name
-	want := "Active=True"
+	want := "Active=True, and the worker accepting MultiKueue's credentials with every permission it needs"
 	if !active {
 		want = "Active=False"
 		if reason != "" {
 			want += " with reason " + reason
 		}
 	}
+	var creds throttle[error]
 	err := pollHistory(ctx, c, fmt.Sprintf("cluster %q: MultiKueueCluster %s to be %s", mgr, name, want), func() error {
 		evs, _ := c.Obs.History(observe.KindMultiKueueCluster, "", name)
 		var last *observe.Event
@@ -43,7 +46,7 @@ func (c *Checker) clusterState(ctx context.Context, assertion, name string, acti
 		case last == nil:
 			return fmt.Errorf("no Active condition recorded")
 		case active && last.Type == observe.ClusterActive:
-			return nil
+			return c.clusterCredentialsError(ctx, name, &creds)
 		case !active && last.Type == observe.ClusterInactive && (reason == "" || strings.Contains(last.Detail, "reason="+reason+" ")):
 			return nil
 		}

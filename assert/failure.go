@@ -1,8 +1,10 @@
 package assert
 
 import (
+	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/multikueue-testkit/testkit/observe"
 )
@@ -48,5 +50,25 @@ func (c *Checker) timeline(events ...[]observe.Event) string {
 		all = append(all, e...)
 	}
 	sortEvents(all)
-	return observe.Timeline(all, c.Obs.Clusters())
+	return observe.Timeline(c.attribute(all), c.Obs.Clusters())
+}
+
+// attributeTimeout bounds what naming the actors of a timeline may take.
+const attributeTimeout = 15 * time.Second
+
+// attribute names who made each change (observe.Observer.Attribute) when the
+// topology's API servers keep audit logs: the provider's own identities (the
+// test, each cluster's Kueue, the local agent) and, on each worker, the user
+// MultiKueue's credentials authenticate as. Without audit logs the events
+// are returned as they are.
+func (c *Checker) attribute(events []observe.Event) []observe.Event {
+	if !c.Obs.HasAudit() {
+		return events
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), attributeTimeout)
+	defer cancel()
+	// An audit log that cannot be read leaves its cluster's lines as they
+	// are; the others are still attributed.
+	out, _ := c.Obs.Attribute(ctx, events, c.multiKueueIdentities(ctx)...)
+	return out
 }

@@ -16,12 +16,16 @@ import (
 // SetupActive checks that the MultiKueue setup works: every MultiKueueCluster
 // is Active=True with reason Active, the AdmissionCheck is Active, the
 // ClusterQueue is Active on every cluster, and every worker has the mirrored
-// namespaces and LocalQueues. It waits up to Timeout; on failure it lists each
-// object that is not ready with its condition's reason and message.
+// namespaces and LocalQueues, and every worker accepts the credentials
+// MultiKueue uses for it with every permission MultiKueue needs
+// (WorkerCredentials; credentials it cannot check from here pass). It waits
+// up to Timeout; on failure it lists each object that is not ready with its
+// condition's reason and message, and each refusal.
 //
 // It does not check that workloads can actually run; ExactlyOnceAdmitted does.
 func (c *Checker) SetupActive(ctx context.Context) error {
-	err := poll.Until(ctx, c.timeout(), "the MultiKueue setup to be Active", c.setupProblems)
+	var creds throttle[[]string]
+	err := poll.Until(ctx, c.timeout(), "the MultiKueue setup to be Active", func(ctx context.Context) error { return c.setupProblems(ctx, &creds) })
 	if err == nil {
 		return nil
 	}
@@ -33,12 +37,12 @@ func (c *Checker) SetupActive(ctx context.Context) error {
 	return c.fail(ctx, &Failure{
 		Assertion: "SetupActive",
 		Object:    fmt.Sprintf("topology (%s, %s)", c.Topo.ProviderName, c.Topo.ConnectorName),
-		Expected:  "every MultiKueueCluster Active=True/Active, the AdmissionCheck and every ClusterQueue Active, namespaces and LocalQueues mirrored on every worker",
+		Expected:  "every MultiKueueCluster Active=True/Active, the AdmissionCheck and every ClusterQueue Active, namespaces and LocalQueues mirrored on every worker, and every worker accepting the credentials MultiKueue uses, with every permission it needs",
 		Problems:  problems,
 	}, c.setupRefs()...)
 }
 
-func (c *Checker) setupProblems(ctx context.Context) error {
+func (c *Checker) setupProblems(ctx context.Context, creds *throttle[[]string]) error {
 	var problems []string
 	if err := c.Topo.ActiveProblems(ctx); err != nil {
 		problems = append(problems, err.Error())
@@ -63,6 +67,7 @@ func (c *Checker) setupProblems(ctx context.Context) error {
 			}
 		}
 	}
+	problems = append(problems, c.credentialProblems(ctx, creds)...)
 	if len(problems) == 0 {
 		return nil
 	}
