@@ -108,14 +108,14 @@ func NewProvider(o Options) *Provider {
 type Provider struct {
 	opts Options
 
+	// auditPolicy is every API server's audit policy; nil with DisableAudit.
+	auditPolicy []byte
+
 	mu       sync.Mutex
 	root     string
 	clusters []*localCluster
 	closed   bool
 }
-	// auditPolicy is every API server's audit policy; nil with DisableAudit.
-	auditPolicy []byte
-
 
 // Name implements topology.Provider.
 func (p *Provider) Name() string { return "local" }
@@ -170,16 +170,16 @@ func (p *Provider) Provision(ctx context.Context, spec topology.Spec) (*topology
 	if err != nil {
 		return nil, nil, err
 	}
-
-	names := spec.AllClusterNames()
-	out := make([]*topology.Cluster, len(names))
-	errs := make([]error, len(names))
-	startOne := func(i int) {
 	if !p.opts.DisableAudit {
 		if p.auditPolicy, err = auditPolicy(spec); err != nil {
 			return nil, nil, err
 		}
 	}
+
+	names := spec.AllClusterNames()
+	out := make([]*topology.Cluster, len(names))
+	errs := make([]error, len(names))
+	startOne := func(i int) {
 		role, crds := topology.RoleWorker, workerCRDs
 		if i == 0 {
 			role, crds = topology.RoleManager, mgrCRDs
@@ -227,16 +227,16 @@ func (p *Provider) startCluster(ctx context.Context, name string, role topology.
 	if err != nil {
 		return nil, fmt.Errorf("cluster %q: certificates: %w", name, err)
 	}
-	lc := &localCluster{name: name, cp: cp}
-	if !p.track(lc) {
-		return nil, fmt.Errorf("cluster %q: provider closed during start", name)
-	}
-	if err := cp.start(ctx); err != nil {
 	if p.auditPolicy != nil {
 		if err := cp.enableAudit(p.auditPolicy); err != nil {
 			return nil, err
 		}
 	}
+	lc := &localCluster{name: name, cp: cp}
+	if !p.track(lc) {
+		return nil, fmt.Errorf("cluster %q: provider closed during start", name)
+	}
+	if err := cp.start(ctx); err != nil {
 		return nil, err
 	}
 	scheme, err := topology.NewScheme()
