@@ -41,6 +41,11 @@ type KueueFacts struct {
 	// featureGates and the Deployment's --feature-gates argument. A gate not
 	// listed has Kueue's default.
 	FeatureGates map[string]bool
+	// CredentialsProviders are multiKueue.clusterProfile.credentialsProviders
+	// as Kueue runs them (the local topology adds KUBECONFIG to each exec
+	// plugin's env), to rebuild the rest config Kueue builds for a
+	// ClusterProfile. Empty when not read from the cluster.
+	CredentialsProviders []configapi.ClusterProfileCredentialsProvider
 	// Source says where the facts were read, for reports: "ConfigMap
 	// kueue-system/kueue-manager-config (Deployment
 	// kueue-system/kueue-controller-manager)".
@@ -116,6 +121,9 @@ func FactsFromConfiguration(raw []byte, source string) (KueueFacts, error) {
 	}
 	for k, v := range cfg.FeatureGates {
 		f.FeatureGates[k] = v
+	}
+	if cfg.MultiKueue.ClusterProfile != nil {
+		f.CredentialsProviders = slices.Clone(cfg.MultiKueue.ClusterProfile.CredentialsProviders)
 	}
 	return f, nil
 }
