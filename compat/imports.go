@@ -9,7 +9,13 @@
 // github.com/kubeflow/trainer/v2 v2.2.0, which does not build against
 // k8s.io/* v0.36) and anything importing it (scenario/envfuncs/localenv),
 // and sigs.k8s.io/cluster-api/test v1.14.x (CAPI's test framework, which
-// CAPZ uses; it cannot be resolved from this machine's module proxy).
+// CAPZ uses; it cannot be resolved from this machine's module proxy), so
+// topology/existing.ClusterProxy is not checked against CAPI's own type.
+//
+// topology/install brings the Helm SDK at the testkit's pin (v3.20.2), whose
+// k8s.io/kubectl v0.35.3 does not build against k8s.io/api v0.36; kubectl and
+// cli-runtime are pinned to v0.36.3 too, as a module on these pins would
+// have them. Helm v3.21.4 (the line for k8s 0.36) builds here as well.
 package compat
 
 import (
@@ -19,15 +25,19 @@ import (
 	"github.com/multikueue-testkit/testkit/scenario"
 	"github.com/multikueue-testkit/testkit/scenario/envfuncs"
 	"github.com/multikueue-testkit/testkit/topology"
+	"github.com/multikueue-testkit/testkit/topology/existing"
+	"github.com/multikueue-testkit/testkit/topology/install"
 	"github.com/multikueue-testkit/testkit/workload"
-	// TODO(lead): add topology/existing and topology/install (and a symbol
-	// of each below) once they are committed.
 )
 
 // One exported symbol of each package, so that an API a CAPZ or Kueue test
 // calls is type-checked against these pins, not only its package's imports.
 var (
 	_ = topology.New
+	_ = existing.New
+	_ = existing.Proxy
+	_ = install.Kueue
+	_ = install.JobSet
 	_ = connect.WorkerRules
 	_ = workload.NewJob
 	_ = workload.NewJobSet
