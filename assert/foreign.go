@@ -297,6 +297,6 @@ func actorOf(observe.Event) string {
 
 // ForeignUntouched reports Checker.ForeignUntouched.
 func (a *Asserter) ForeignUntouched(ctx context.Context) bool {
-	a.t.Helper()
+	a.h.Helper()
 	return a.report(a.c.ForeignUntouched(ctx))
 }

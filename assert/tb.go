@@ -6,11 +6,27 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// TB is the part of testing.TB the assertions use. testing.T, GinkgoT() and
-// testify suites satisfy it.
+// TB is the part of testing.TB the assertions need: Errorf, as testify's
+// TestingT. testing.T, GinkgoT(), testify suites and an Errorf-only value
+// satisfy it. When the value also has Helper() (testing.T and GinkgoT() do),
+// the Asserter calls it, so failures point at the test's line.
 type TB interface {
-	Helper()
 	Errorf(format string, args ...any)
+}
+
+// helper is the optional part of a TB.
+type helper interface{ Helper() }
+
+// noHelper stands in for a TB without Helper.
+type noHelper struct{}
+
+func (noHelper) Helper() {}
+
+func helperOf(t TB) helper {
+	if h, ok := t.(helper); ok {
+		return h
+	}
+	return noHelper{}
 }
 
 // FatalTB adds Fatalf, for Require.
@@ -22,18 +38,21 @@ type FatalTB interface {
 // Asserter runs a Checker's assertions and reports failures to a TB.
 type Asserter struct {
 	t      TB
+	h      helper // t's Helper, or a no-op
 	fatalf func(format string, args ...any)
 	c      *Checker
 }
 
 // For returns an Asserter that reports with t.Errorf and lets the test go on.
-func For(t TB, c *Checker) *Asserter { return &Asserter{t: t, c: c} }
+func For(t TB, c *Checker) *Asserter { return &Asserter{t: t, h: helperOf(t), c: c} }
 
 // Require returns an Asserter that stops the test with t.Fatalf.
-func Require(t FatalTB, c *Checker) *Asserter { return &Asserter{t: t, fatalf: t.Fatalf, c: c} }
+func Require(t FatalTB, c *Checker) *Asserter {
+	return &Asserter{t: t, h: helperOf(t), fatalf: t.Fatalf, c: c}
+}
 
 func (a *Asserter) report(err error) bool {
-	a.t.Helper()
+	a.h.Helper()
 	if err == nil {
 		return true
 	}
@@ -47,66 +66,66 @@ func (a *Asserter) report(err error) bool {
 
 // SetupActive reports Checker.SetupActive.
 func (a *Asserter) SetupActive(ctx context.Context) bool {
-	a.t.Helper()
+	a.h.Helper()
 	return a.report(a.c.SetupActive(ctx))
 }
 
 // ExactlyOnceAdmitted reports Checker.ExactlyOnceAdmitted.
 func (a *Asserter) ExactlyOnceAdmitted(ctx context.Context, job client.Object) bool {
-	a.t.Helper()
+	a.h.Helper()
 	return a.report(a.c.ExactlyOnceAdmitted(ctx, job))
 }
 
 // NominationCleared reports Checker.NominationCleared.
 func (a *Asserter) NominationCleared(ctx context.Context, job client.Object) bool {
-	a.t.Helper()
+	a.h.Helper()
 	return a.report(a.c.NominationCleared(ctx, job))
 }
 
 // Finished reports Checker.Finished.
 func (a *Asserter) Finished(ctx context.Context, job client.Object) bool {
-	a.t.Helper()
+	a.h.Helper()
 	return a.report(a.c.Finished(ctx, job))
 }
 
 // NoOrphans reports Checker.NoOrphans.
 func (a *Asserter) NoOrphans(ctx context.Context) bool {
-	a.t.Helper()
+	a.h.Helper()
 	return a.report(a.c.NoOrphans(ctx))
 }
 
 // LosersCleaned reports Checker.LosersCleaned.
 func (a *Asserter) LosersCleaned(ctx context.Context, job client.Object) bool {
-	a.t.Helper()
+	a.h.Helper()
 	return a.report(a.c.LosersCleaned(ctx, job))
 }
 
 // DispatchedIncrementally reports Checker.DispatchedIncrementally.
 func (a *Asserter) DispatchedIncrementally(ctx context.Context, job client.Object) bool {
-	a.t.Helper()
+	a.h.Helper()
 	return a.report(a.c.DispatchedIncrementally(ctx, job))
 }
 
 // ClusterActive reports Checker.ClusterActive.
 func (a *Asserter) ClusterActive(ctx context.Context, name string) bool {
-	a.t.Helper()
+	a.h.Helper()
 	return a.report(a.c.ClusterActive(ctx, name))
 }
 
 // ClusterInactive reports Checker.ClusterInactive.
 func (a *Asserter) ClusterInactive(ctx context.Context, name, reason string) bool {
-	a.t.Helper()
+	a.h.Helper()
 	return a.report(a.c.ClusterInactive(ctx, name, reason))
 }
 
 // StatusSynced reports Checker.StatusSynced.
 func (a *Asserter) StatusSynced(ctx context.Context, job client.Object) bool {
-	a.t.Helper()
+	a.h.Helper()
 	return a.report(a.c.StatusSynced(ctx, job))
 }
 
 // QuotaRespected reports Checker.QuotaRespected.
 func (a *Asserter) QuotaRespected(ctx context.Context) bool {
-	a.t.Helper()
+	a.h.Helper()
 	return a.report(a.c.QuotaRespected(ctx))
 }
