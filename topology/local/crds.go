@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -124,13 +125,19 @@ func decodeCRDs(path string) ([]*apiextensionsv1.CustomResourceDefinition, error
 // client that builds its REST mapper in between (Kueue's manager does) would
 // fail with "no matches for kind".
 func installCRDs(ctx context.Context, c *topology.Cluster, crds []*apiextensionsv1.CustomResourceDefinition) error {
+	return installCRDsWithin(ctx, c, crds, startTimeout)
+}
+
+// installCRDsWithin is installCRDs with each wait bounded by timeout
+// (Options.StartTimeout).
+func installCRDsWithin(ctx context.Context, c *topology.Cluster, crds []*apiextensionsv1.CustomResourceDefinition, timeout time.Duration) error {
 	for _, crd := range crds {
 		obj := crd.DeepCopy()
 		if err := c.Client.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("cluster %q: create CRD %s: %w", c.Name, crd.Name, err)
 		}
 	}
-	err := poll.Until(ctx, startTimeout, fmt.Sprintf("cluster %q: %d CRDs to be Established", c.Name, len(crds)), func(ctx context.Context) error {
+	err := poll.Until(ctx, timeout, fmt.Sprintf("cluster %q: %d CRDs to be Established", c.Name, len(crds)), func(ctx context.Context) error {
 		for _, crd := range crds {
 			got := &apiextensionsv1.CustomResourceDefinition{}
 			if err := c.Client.Get(ctx, client.ObjectKey{Name: crd.Name}, got); err != nil {
@@ -155,7 +162,7 @@ func installCRDs(ctx context.Context, c *topology.Cluster, crds []*apiextensions
 	if err != nil {
 		return fmt.Errorf("cluster %q: discovery client: %w", c.Name, err)
 	}
-	return poll.Until(ctx, startTimeout, fmt.Sprintf("cluster %q: %d CRDs to be served in discovery", c.Name, len(crds)), func(context.Context) error {
+	return poll.Until(ctx, timeout, fmt.Sprintf("cluster %q: %d CRDs to be served in discovery", c.Name, len(crds)), func(context.Context) error {
 		return servedInDiscovery(dc, crds)
 	})
 }

@@ -73,6 +73,9 @@ type kueueProcess struct {
 	webhookPort int
 	batch       time.Duration
 	verbosity   int
+	// startTimeout bounds start's wait for readiness; zero means the
+	// default (startTimeout).
+	startTimeout time.Duration
 
 	mu     sync.Mutex
 	cancel context.CancelFunc
@@ -134,7 +137,11 @@ func (k *kueueProcess) start(ctx context.Context) error {
 	k.cancel, k.done = cancel, done
 
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(k.webhookPort))
-	err = poll.Until(ctx, startTimeout, fmt.Sprintf("cluster %q: Kueue caches to sync and its webhook server to listen on %s", k.cluster, addr), func(ctx context.Context) error {
+	timeout := k.startTimeout
+	if timeout == 0 {
+		timeout = startTimeout
+	}
+	err = poll.Until(ctx, timeout, fmt.Sprintf("cluster %q: Kueue caches to sync and its webhook server to listen on %s", k.cluster, addr), func(ctx context.Context) error {
 		select {
 		case err := <-done:
 			done <- err

@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sync"
@@ -34,11 +35,12 @@ import (
 type Options struct {
 	// Assets chooses where kube-apiserver and etcd come from
 	// (KUBEBUILDER_ASSETS, then the cache, then a build).
-	Assets assets.Options
+	Assets AssetOptions
 	// APIServerArgs are appended to every kube-apiserver command line.
 	APIServerArgs []string
 	// StartTimeout bounds each start step (a process becoming healthy, CRDs
-	// becoming Established, Kueue becoming ready). Default 2 minutes.
+	// becoming Established and served, Kueue becoming ready, also when
+	// Cluster.Lifecycle starts it again). Default 2 minutes.
 	StartTimeout time.Duration
 	// EventsBatchPeriod is MultiKueue's events batch period; zero keeps
 	// Kueue's default.
@@ -66,6 +68,39 @@ type Options struct {
 	// global set, as cmd/kueue sets it; nil installs a discarding logger
 	// unless the process already installed one.
 	Logger *logr.Logger
+}
+
+// AssetOptions choose the kube-apiserver and etcd binaries. The zero value
+// looks in $KUBEBUILDER_ASSETS, then in the cache, and builds them from the
+// Go module proxy if neither has them (see cmd/mktk).
+type AssetOptions struct {
+	// KubernetesVersion of kube-apiserver; default DefaultKubernetesVersion.
+	KubernetesVersion string
+	// EtcdVersion of etcd; default DefaultEtcdVersion.
+	EtcdVersion string
+	// CacheDir holds built binaries; default $MKTK_ASSETS_DIR, else
+	// <user cache dir>/multikueue-testkit/assets.
+	CacheDir string
+	// NoBuild makes missing binaries an error instead of building them.
+	NoBuild bool
+	// Progress receives one line per build step; default os.Stderr (a build
+	// is rare and takes minutes: it says so where a person sees it).
+	Progress io.Writer
+}
+
+// Default binary versions: kube-apiserver of the Kubernetes minor Kueue
+// v0.17.0 is built against, and the etcd that release pins.
+const (
+	DefaultKubernetesVersion = assets.DefaultKubernetesVersion
+	DefaultEtcdVersion       = assets.DefaultEtcdVersion
+)
+
+func (a AssetOptions) internal() assets.Options {
+	o := assets.Options{KubernetesVersion: a.KubernetesVersion, EtcdVersion: a.EtcdVersion, CacheDir: a.CacheDir, NoBuild: a.NoBuild, Progress: a.Progress}
+	if o.Progress == nil {
+		o.Progress = os.Stderr
+	}
+	return o
 }
 
 // installLogger sets controller-runtime's global logger, which Kueue's
@@ -122,12 +157,7 @@ func (p *Provider) Name() string { return "local" }
 
 // Provision implements topology.Provider.
 func (p *Provider) Provision(ctx context.Context, spec topology.Spec) (*topology.Cluster, []*topology.Cluster, error) {
-	aopts := p.opts.Assets
-	if aopts.Progress == nil {
-		// A build is rare and takes minutes: say so where a person sees it.
-		aopts.Progress = os.Stderr
-	}
-	bins, err := assets.Ensure(ctx, aopts)
+	bins, err := assets.Ensure(ctx, p.opts.Assets.internal())
 	if err != nil {
 		return nil, nil, err
 	}
@@ -253,7 +283,7 @@ func (p *Provider) startCluster(ctx context.Context, name string, role topology.
 		return nil, err
 	}
 	c := &topology.Cluster{Name: name, Role: role, Config: cfg, Client: cl, Kubeconfig: kc, Lifecycle: lc}
-	if err := installCRDs(ctx, c, crds); err != nil {
+	if err := installCRDsWithin(ctx, c, crds, p.opts.StartTimeout); err != nil {
 		return nil, err
 	}
 
@@ -275,6 +305,7 @@ func (p *Provider) startCluster(ctx context.Context, name string, role topology.
 	lc.kueue = &kueueProcess{
 		cluster: name, restConfig: cp.configAs(cp.kueue), configPath: kueueCfg, logPath: filepath.Join(dir, "kueue.log"),
 		certDir: certDir, webhookPort: port, batch: p.opts.EventsBatchPeriod, verbosity: p.opts.KueueLogVerbosity,
+		startTimeout: p.opts.StartTimeout,
 	}
 	if err := lc.kueue.start(ctx); err != nil {
 		return nil, err

@@ -21,15 +21,8 @@ import (
 )
 
 func TestMissingBinaryIsOneClearError(t *testing.T) {
-	empty := t.TempDir()
-	_, err := local.New(context.Background(), topology.Options{Workers: 1}, local.Options{Assets: assets.Options{
-		Getenv: func(k string) string {
-			if k == assets.EnvAssets {
-				return empty
-			}
-			return ""
-		},
-	}})
+	t.Setenv(assets.EnvAssets, t.TempDir())
+	_, err := local.New(context.Background(), topology.Options{Workers: 1}, local.Options{})
 	if !errors.Is(err, assets.ErrNotFound) || !strings.Contains(err.Error(), assets.EnvAssets) {
 		t.Fatalf("want a not-found error naming %s, got %v", assets.EnvAssets, err)
 	}
