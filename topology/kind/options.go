@@ -1,0 +1,152 @@
+package kind
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/kind/pkg/apis/config/v1alpha4"
+
+	"github.com/multikueue-testkit/testkit/topology"
+	"github.com/multikueue-testkit/testkit/topology/install"
+)
+
+// DefaultNodeImage is the kind node image of every cluster unless
+// Options.NodeImage says otherwise: Kubernetes 1.35, the line the testkit's
+// client libraries (k8s.io/* v0.35) and the local topology's kube-apiserver
+// (v1.35.4) are on, pinned by digest as kind v0.33.0's release notes publish
+// it. kind v0.33.0's own default is a 1.37 image.
+const DefaultNodeImage = "kindest/node:v1.35.8@sha256:07b2536e30b803ed61d1677a79df6115f798ce64c80f9e22f6ed45afd09323c0"
+
+// Defaults of Options.
+const (
+	DefaultNamePrefix   = "mktk-"
+	DefaultParallel     = 3
+	DefaultWaitForReady = 5 * time.Minute
+)
+
+// Runtime names accepted in Options.Runtime (kind's node providers).
+const (
+	RuntimeDocker  = "docker"
+	RuntimePodman  = "podman"
+	RuntimeNerdctl = "nerdctl"
+)
+
+// Options say how the kind clusters are made. The zero value works: one kind
+// cluster per topology cluster, named DefaultNamePrefix + its name, on
+// DefaultNodeImage, created three at a time and deleted on Close.
+type Options struct {
+	// NamePrefix is prepended to each topology cluster name to make the kind
+	// cluster name ("mktk-" + "worker-1"): kind cluster names are global to
+	// the container runtime. Default DefaultNamePrefix. The control-plane
+	// container, "<prefix><name>-control-plane", must be a valid host name:
+	// the manager reaches workers by it.
+	NamePrefix string
+	// NodeImage is the kind node image; default DefaultNodeImage.
+	NodeImage string
+	// Runtime is the container runtime kind drives: RuntimeDocker,
+	// RuntimePodman or RuntimeNerdctl. Default: $KIND_EXPERIMENTAL_PROVIDER
+	// as the kind CLI reads it, else kind's own detection
+	// (cluster.DetectNodeProvider: docker, nerdctl, podman, in that order).
+	Runtime string
+	// Parallel bounds how many clusters are created (and how many installs
+	// run) at once; default DefaultParallel.
+	Parallel int
+	// WaitForReady bounds kind's wait for each control plane to be Ready;
+	// default DefaultWaitForReady.
+	WaitForReady time.Duration
+	// Keep leaves the clusters this provider created running after Close
+	// (with Kueue installed, the MultiKueue objects the topology created
+	// removed), so that the next run reuses them. Clusters that existed
+	// before are never deleted, Keep or not.
+	Keep bool
+	// KueueImage and JobSetImage override the controller images
+	// (install.KueueOptions.Image, install.JobSetOptions.Image).
+	KueueImage  install.Image
+	JobSetImage install.Image
+	// ExtraImages are loaded into the workers' nodes too (the images your
+	// jobs run), when present locally.
+	ExtraImages []string
+	// SkipImageLoad loads no image into the nodes: they pull what they need.
+	SkipImageLoad bool
+	// InstallTimeout bounds each Helm install and readiness wait; default
+	// install.DefaultTimeout.
+	InstallTimeout time.Duration
+	// Configure, when set, may change the kind configuration of each cluster
+	// before it is created (add nodes, port mappings, feature gates). name is
+	// the topology cluster name. It is not called for reused clusters.
+	Configure func(name string, role topology.Role, cfg *v1alpha4.Cluster)
+}
+
+// runtimes are the names Options.Runtime accepts.
+var runtimes = []string{RuntimeDocker, RuntimePodman, RuntimeNerdctl}
+
+// withDefaults validates o and applies the defaults. The error names the
+// first field that is wrong.
+func (o Options) withDefaults() (Options, error) {
+	if o.NamePrefix == "" {
+		o.NamePrefix = DefaultNamePrefix
+	}
+	if o.NodeImage == "" {
+		o.NodeImage = DefaultNodeImage
+	}
+	if strings.TrimSpace(o.NodeImage) != o.NodeImage || strings.ContainsAny(o.NodeImage, " \t\n") {
+		return o, fmt.Errorf("kind: Options.NodeImage: %q contains white space", o.NodeImage)
+	}
+	if o.Runtime != "" && !slices.Contains(runtimes, o.Runtime) {
+		return o, fmt.Errorf("kind: Options.Runtime: %q; use %q, %q or %q (or leave it empty to detect)", o.Runtime, RuntimeDocker, RuntimePodman, RuntimeNerdctl)
+	}
+	if o.Parallel < 0 {
+		return o, fmt.Errorf("kind: Options.Parallel: %d is negative", o.Parallel)
+	}
+	if o.Parallel == 0 {
+		o.Parallel = DefaultParallel
+	}
+	if o.WaitForReady < 0 {
+		return o, fmt.Errorf("kind: Options.WaitForReady: %s is negative", o.WaitForReady)
+	}
+	if o.WaitForReady == 0 {
+		o.WaitForReady = DefaultWaitForReady
+	}
+	if o.InstallTimeout < 0 {
+		return o, fmt.Errorf("kind: Options.InstallTimeout: %s is negative", o.InstallTimeout)
+	}
+	if o.InstallTimeout == 0 {
+		o.InstallTimeout = install.DefaultTimeout
+	}
+	for i, img := range o.ExtraImages {
+		if strings.TrimSpace(img) == "" || strings.ContainsAny(img, " \t\n") {
+			return o, fmt.Errorf("kind: Options.ExtraImages[%d]: %q is not an image reference", i, img)
+		}
+	}
+	return o, nil
+}
+
+// controlPlaneSuffix is what kind appends to a cluster name to name its
+// control-plane container, the host name workers are reached by.
+const controlPlaneSuffix = "-control-plane"
+
+// kindName is the kind cluster name of a topology cluster. The error names
+// the field at fault.
+func (o Options) kindName(field, name string) (string, error) {
+	kn := o.NamePrefix + name
+	host := kn + controlPlaneSuffix
+	if errs := validation.IsDNS1123Label(host); len(errs) > 0 {
+		return "", fmt.Errorf("kind: Options.NamePrefix %q with %s %q: the control-plane host name %q is not valid: %s", o.NamePrefix, field, name, host, errs[0])
+	}
+	return kn, nil
+}
+
+// unsupportedIntegrations are Kueue integrations whose controller this
+// provider cannot install (see install.ErrNoKubeRayChart).
+func unsupportedIntegrations(spec topology.Spec) error {
+	for i, in := range spec.Kueue.Integrations {
+		switch in {
+		case topology.IntegrationRayJob, topology.IntegrationRayCluster:
+			return fmt.Errorf("kind: topology.Options.Kueue.Integrations[%d]: %s needs the KubeRay operator on every cluster, which this provider cannot install: %w", i, in, install.ErrNoKubeRayChart)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,449 @@
+package kind
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/kind/pkg/cluster"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	"github.com/multikueue-testkit/testkit/internal/redact"
+	"github.com/multikueue-testkit/testkit/topology"
+	"github.com/multikueue-testkit/testkit/topology/existing"
+	"github.com/multikueue-testkit/testkit/topology/install"
+)
+
+// Provider implements topology.Provider with kind clusters: one kind cluster
+// per topology cluster, created (or reused), loaded with the images the
+// pods need, with Kueue (and JobSet) installed by topology/install, then
+// attached as topology/existing attaches clusters. Get it from a topology
+// made by New with topo.Provider().(*kind.Provider).
+type Provider struct {
+	opts Options
+	rt   Runtime
+
+	mu        sync.Mutex
+	closed    bool
+	dir       string
+	progress  io.Writer
+	kindNames map[string]string // topology name -> kind cluster name
+	created   []string          // kind clusters this provider created (or began to)
+	reused    []string          // kind clusters that existed before
+	images    []ImageLoad
+}
+
+var (
+	_ topology.Provider      = (*Provider)(nil)
+	_ topology.ClusterKeeper = (*Provider)(nil)
+)
+
+// Name implements topology.Provider.
+func (*Provider) Name() string { return "kind" }
+
+// Runtime is the container runtime kind drives.
+func (p *Provider) Runtime() Runtime { return p.rt }
+
+// KindName returns the kind cluster name of a topology cluster ("" before
+// Provision).
+func (p *Provider) KindName(name string) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.kindNames[name]
+}
+
+// Created and Reused list the kind clusters this provider created and the
+// ones it found and reused (never deleted).
+func (p *Provider) Created() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.created)
+}
+
+// Reused: see Created.
+func (p *Provider) Reused() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.reused)
+}
+
+// Images says which images were loaded into which clusters, and which were
+// not and why.
+func (p *Provider) Images() []ImageLoad {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.images)
+}
+
+// Dir is the provider's temporary directory (kind's kubeconfig files, image
+// archives while they load); removed on Close.
+func (p *Provider) Dir() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.dir
+}
+
+// KeepsClusters implements topology.ClusterKeeper: when a cluster outlives
+// the topology (Keep, or a reused cluster), Close first deletes the objects
+// the topology and its connector created on the clusters.
+func (p *Provider) KeepsClusters() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.opts.Keep || len(p.reused) > 0
+}
+
+// member is one cluster of the topology as Provision handles it.
+type member struct {
+	name       string // topology name
+	kindName   string
+	role       topology.Role
+	reused     bool
+	attach     existing.Cluster
+	kubeconfig topology.Secret // the external admin kubeconfig
+	cluster    *topology.Cluster
+}
+
+func (m *member) kubeconfigPath(dir string) string {
+	return filepath.Join(dir, m.kindName+".kubeconfig")
+}
+
+// Provision implements topology.Provider.
+func (p *Provider) Provision(ctx context.Context, spec topology.Spec) (*topology.Cluster, []*topology.Cluster, error) {
+	o := p.opts
+	progress := &syncWriter{w: spec.Progress}
+	members, err := p.members(spec)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := unsupportedIntegrations(spec); err != nil {
+		return nil, nil, err
+	}
+	needs, err := spec.Connector.KueueNeeds(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("connector %s: %w", spec.Connector.Name(), err)
+	}
+	jobSet := slices.Contains(spec.Kueue.Integrations, topology.IntegrationJobSet)
+	// Offline first: the images the charts will deploy.
+	kueueRef, jobSetRef, err := controllerImages(ctx, spec, needs, o, jobSet)
+	if err != nil {
+		return nil, nil, err
+	}
+	plan := planImages(kueueRef, jobSetRef, o.ExtraImages)
+
+	dir, err := os.MkdirTemp("", "mktk-kind-")
+	if err != nil {
+		return nil, nil, fmt.Errorf("kind: %w", err)
+	}
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		os.RemoveAll(dir)
+		return nil, nil, errors.New("kind: provider is closed")
+	}
+	p.dir, p.progress = dir, progress
+	p.kindNames = map[string]string{}
+	for _, m := range members {
+		p.kindNames[m.name] = m.kindName
+	}
+	p.mu.Unlock()
+
+	if err := p.createOrReuse(ctx, members, progress); err != nil {
+		return nil, nil, err
+	}
+	for _, m := range members {
+		kp := p.kindProvider(progress, m.kindName)
+		ext, err := kp.KubeConfig(m.kindName, false)
+		if err != nil {
+			return nil, nil, fmt.Errorf("kind: cluster %q: external kubeconfig: %s", m.kindName, redact.String(err.Error()))
+		}
+		in, err := kp.KubeConfig(m.kindName, true)
+		if err != nil {
+			return nil, nil, fmt.Errorf("kind: cluster %q: internal kubeconfig: %s", m.kindName, redact.String(err.Error()))
+		}
+		if m.attach, err = FromKubeconfigs(m.name, []byte(ext), []byte(in)); err != nil {
+			return nil, nil, err
+		}
+		m.kubeconfig = topology.Secret(ext)
+		fmt.Fprintf(progress, "kind: %s cluster %q (kind %q): API server %s for the tests, %s for the manager\n", m.role, m.name, m.kindName, m.attach.Config.Host, serverForManager(m.attach))
+	}
+	if err := p.loadImages(ctx, members, plan, progress); err != nil {
+		return nil, nil, err
+	}
+	if err := p.installAll(ctx, spec, needs, jobSet, members, progress); err != nil {
+		return nil, nil, err
+	}
+	workers := make([]*topology.Cluster, 0, len(members)-1)
+	for _, m := range members {
+		if m.role == topology.RoleWorker {
+			workers = append(workers, m.cluster)
+		}
+	}
+	return members[0].cluster, workers, nil
+}
+
+func serverForManager(c existing.Cluster) string {
+	if c.ManagerServer != "" {
+		return c.ManagerServer
+	}
+	return c.Config.Host
+}
+
+// members lists the manager then the workers with their kind names.
+func (p *Provider) members(spec topology.Spec) ([]*member, error) {
+	kn, err := p.opts.kindName("topology.Options.ManagerName", spec.ManagerName)
+	if err != nil {
+		return nil, err
+	}
+	out := []*member{{name: spec.ManagerName, kindName: kn, role: topology.RoleManager}}
+	for i, w := range spec.WorkerNames {
+		kn, err := p.opts.kindName(fmt.Sprintf("topology.Options.WorkerNames[%d]", i), w)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, &member{name: w, kindName: kn, role: topology.RoleWorker})
+	}
+	return out, nil
+}
+
+// kindProvider is a kind provider whose messages name the cluster.
+func (p *Provider) kindProvider(progress io.Writer, kindName string) *cluster.Provider {
+	return cluster.NewProvider(p.rt.option, cluster.ProviderWithLogger(newLogger(progress, kindName)))
+}
+
+// createOrReuse reuses the kind clusters that exist (kind's List) and
+// creates the others, Options.Parallel at a time. A cluster is recorded as
+// created before its creation starts, so that Close deletes it whatever
+// happens.
+func (p *Provider) createOrReuse(ctx context.Context, members []*member, progress io.Writer) error {
+	have, err := p.kindProvider(progress, "*").List()
+	if err != nil {
+		return fmt.Errorf("kind: listing clusters with %s: %s", p.rt, redact.String(err.Error()))
+	}
+	g := &errgroup.Group{}
+	g.SetLimit(p.opts.Parallel)
+	errs := make([]error, len(members))
+	for i, m := range members {
+		if slices.Contains(have, m.kindName) {
+			m.reused = true
+			p.mu.Lock()
+			p.reused = append(p.reused, m.kindName)
+			p.mu.Unlock()
+			fmt.Fprintf(progress, "kind: %s cluster %q: kind cluster %q exists: reusing it (it will not be deleted)\n", m.role, m.name, m.kindName)
+			continue
+		}
+		g.Go(func() error {
+			if err := ctx.Err(); err != nil {
+				errs[i] = fmt.Errorf("kind: cluster %q not created: %w", m.kindName, context.Cause(ctx))
+				return nil
+			}
+			p.mu.Lock()
+			p.created = append(p.created, m.kindName)
+			dir := p.dir
+			p.mu.Unlock()
+			start := time.Now()
+			fmt.Fprintf(progress, "kind: %s cluster %q: creating kind cluster %q (image %s)\n", m.role, m.name, m.kindName, p.opts.NodeImage)
+			err := p.kindProvider(progress, m.kindName).Create(m.kindName,
+				cluster.CreateWithV1Alpha4Config(ClusterConfig(m.kindName, m.name, m.role, p.opts)),
+				cluster.CreateWithNodeImage(p.opts.NodeImage),
+				cluster.CreateWithWaitForReady(p.opts.WaitForReady),
+				// Always a file of ours: without it kind merges the cluster
+				// into the user's ~/.kube/config.
+				cluster.CreateWithKubeconfigPath(m.kubeconfigPath(dir)),
+				cluster.CreateWithDisplayUsage(false),
+				cluster.CreateWithDisplaySalutation(false),
+			)
+			if err != nil {
+				errs[i] = fmt.Errorf("kind: creating cluster %q for %s cluster %q: %s", m.kindName, m.role, m.name, redact.String(err.Error()))
+				return nil
+			}
+			fmt.Fprintf(progress, "kind: %s cluster %q: kind cluster %q ready in %s\n", m.role, m.name, m.kindName, time.Since(start).Round(time.Second))
+			return nil
+		})
+	}
+	_ = g.Wait()
+	return errors.Join(errs...)
+}
+
+// loadImages saves the planned images present in the local runtime and
+// loads them into the nodes of the clusters that need them, and records
+// what was and was not loaded.
+func (p *Provider) loadImages(ctx context.Context, members []*member, plan imagePlan, progress io.Writer) error {
+	all := plan.images()
+	var report []ImageLoad
+	defer func() {
+		p.mu.Lock()
+		p.images = report
+		p.mu.Unlock()
+	}()
+	if p.opts.SkipImageLoad {
+		for _, img := range all {
+			report = append(report, ImageLoad{Image: img, NotLoaded: "Options.SkipImageLoad"})
+		}
+		fmt.Fprintf(progress, "kind: loading no images (Options.SkipImageLoad); the nodes pull %d images\n", len(all))
+		return nil
+	}
+	dir := filepath.Join(p.Dir(), "images")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return fmt.Errorf("kind: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	present, missing, err := saveLocal(ctx, p.rt, dir, all)
+	if err != nil {
+		return err
+	}
+	for _, img := range all {
+		if why, ok := missing[img]; ok {
+			report = append(report, ImageLoad{Image: img, NotLoaded: why})
+			fmt.Fprintf(progress, "kind: image %s not loaded: %s; nodes will pull it\n", img, why)
+		}
+	}
+	loaded := map[string][]string{}
+	var mu sync.Mutex
+	g := &errgroup.Group{}
+	g.SetLimit(p.opts.Parallel)
+	for _, m := range members {
+		g.Go(func() error {
+			nodeList, err := p.kindProvider(progress, m.kindName).ListInternalNodes(m.kindName)
+			if err != nil {
+				return fmt.Errorf("kind: cluster %q: listing nodes: %s", m.kindName, redact.String(err.Error()))
+			}
+			for _, img := range plan.forRole(m.role) {
+				li, ok := present[img]
+				if !ok {
+					continue
+				}
+				if err := loadInto(m.kindName, nodeList, li); err != nil {
+					return err
+				}
+				mu.Lock()
+				loaded[img] = append(loaded[img], m.name)
+				mu.Unlock()
+			}
+			return nil
+		})
+	}
+	err = g.Wait()
+	for _, img := range all {
+		if cs, ok := loaded[img]; ok {
+			slices.Sort(cs)
+			report = append(report, ImageLoad{Image: img, Clusters: cs})
+			fmt.Fprintf(progress, "kind: image %s loaded into %d clusters\n", img, len(cs))
+		}
+	}
+	return err
+}
+
+// installAll installs JobSet (when its integration is on) and Kueue on every
+// cluster, Options.Parallel at a time, attaches each cluster and waits until
+// Kueue's webhooks accept a write.
+func (p *Provider) installAll(ctx context.Context, spec topology.Spec, needs topology.KueueNeeds, jobSet bool, members []*member, progress io.Writer) error {
+	o := p.opts
+	g := &errgroup.Group{}
+	g.SetLimit(o.Parallel)
+	errs := make([]error, len(members))
+	for i, m := range members {
+		g.Go(func() error {
+			c := &topology.Cluster{Name: m.name, Role: m.role, Config: m.attach.Config, ManagerServer: m.attach.ManagerServer}
+			if jobSet {
+				if _, err := install.JobSet(ctx, c, install.JobSetOptions{Image: o.JobSetImage, Timeout: o.InstallTimeout, Progress: progress}); err != nil {
+					errs[i] = err
+					return nil
+				}
+			}
+			n := needs
+			if m.role == topology.RoleWorker {
+				n.ClusterProfileCRD = false // the manager's Kueue reads ClusterProfiles, workers do not
+			}
+			if _, err := install.Kueue(ctx, c, install.KueueOptions{Spec: spec, Needs: n, Image: o.KueueImage, Timeout: o.InstallTimeout, Progress: progress}); err != nil {
+				errs[i] = err
+				return nil
+			}
+			tc, err := existing.Attach(ctx, m.attach, m.role, o.InstallTimeout)
+			if err != nil {
+				errs[i] = err
+				return nil
+			}
+			tc.Kubeconfig = m.kubeconfig
+			if err := webhooksServe(ctx, tc, o.InstallTimeout); err != nil {
+				errs[i] = err
+				return nil
+			}
+			m.cluster = tc
+			return nil
+		})
+	}
+	_ = g.Wait()
+	return errors.Join(errs...)
+}
+
+// webhooksServe waits until Kueue's webhooks on c accept a server-side
+// dry-run create of a ClusterQueue (its mutating and validating webhooks):
+// Kueue's certificate manager injects the CA bundle a moment after the
+// Deployment is Available, and the topology's first writes must not fail on
+// it. Nothing is stored.
+func webhooksServe(ctx context.Context, c *topology.Cluster, timeout time.Duration) error {
+	cq := &kueue.ClusterQueue{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "mktk-webhook-probe-"},
+		Spec:       kueue.ClusterQueueSpec{NamespaceSelector: &metav1.LabelSelector{}},
+	}
+	return install.RetryWebhook(ctx, timeout, fmt.Sprintf("cluster %q: dry-run create of a ClusterQueue", c.Name), func(ctx context.Context) error {
+		return c.Client.Create(ctx, cq.DeepCopy(), client.DryRunAll)
+	})
+}
+
+// Close implements topology.Provider: it deletes the kind clusters this
+// provider created (unless Options.Keep), never the reused ones, and removes
+// its temporary directory. Safe after a failed Provision and more than once.
+func (p *Provider) Close(context.Context) error {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil
+	}
+	p.closed = true
+	created, dir, progress := slices.Clone(p.created), p.dir, p.progress
+	p.mu.Unlock()
+	if progress == nil {
+		progress = io.Discard
+	}
+	var errs []error
+	if p.opts.Keep {
+		if len(created) > 0 {
+			fmt.Fprintf(progress, "kind: keeping clusters %v (Options.Keep); delete them with `kind delete clusters %s`\n", created, strings.Join(created, " "))
+		}
+	} else {
+		g := &errgroup.Group{}
+		g.SetLimit(p.opts.Parallel)
+		errs = make([]error, len(created))
+		for i, kn := range created {
+			g.Go(func() error {
+				// The kubeconfig path is ours (a cluster is recorded as
+				// created only once the directory exists): kind removes the
+				// cluster's entry from it, never from ~/.kube/config.
+				if err := p.kindProvider(progress, kn).Delete(kn, filepath.Join(dir, kn+".kubeconfig")); err != nil {
+					errs[i] = fmt.Errorf("kind: deleting cluster %q: %s", kn, redact.String(err.Error()))
+					return nil
+				}
+				fmt.Fprintf(progress, "kind: deleted cluster %q\n", kn)
+				return nil
+			})
+		}
+		_ = g.Wait()
+	}
+	if dir != "" {
+		if err := os.RemoveAll(dir); err != nil {
+			errs = append(errs, fmt.Errorf("kind: removing %s: %w", dir, err))
+		}
+	}
+	return errors.Join(errs...)
+}
