@@ -183,6 +183,12 @@ type Provider struct {
 	opts Options
 }
 
+// NewProvider returns the provider for the clusters o names, for providers
+// that make clusters and hand them over (topology/capz). Unlike New it does
+// not check o against topology.Options: the caller names the clusters in
+// topology.Options.ManagerName and WorkerNames itself.
+func NewProvider(o Options) *Provider { return &Provider{opts: o} }
+
 var (
 	_ topology.Provider      = (*Provider)(nil)
 	_ topology.ClusterKeeper = (*Provider)(nil)
