@@ -14,8 +14,10 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/multikueue-testkit/testkit/internal/modsrc"
@@ -52,9 +54,50 @@ func crdSources(integrations []string, clusterProfiles bool) []crdSource {
 		srcs = append(srcs, crdSource{module: modsrc.KubeRay, dir: "config/crd/bases", files: uniq(ray)})
 	}
 	if clusterProfiles {
-		srcs = append(srcs, crdSource{module: modsrc.ClusterInventory, dir: "config/crd/bases", files: []string{"multicluster.x-k8s.io_clusterprofiles.yaml"}})
+		srcs = append(srcs, clusterProfileCRDSource())
 	}
 	return srcs
+}
+
+// clusterProfileCRDSource is the ClusterProfile CRD of the pinned
+// cluster-inventory-api.
+func clusterProfileCRDSource() crdSource {
+	return crdSource{module: modsrc.ClusterInventory, dir: "config/crd/bases", files: []string{"multicluster.x-k8s.io_clusterprofiles.yaml"}}
+}
+
+// clusterProfileCRDName is the ClusterProfile CRD's name, the one Kueue looks
+// up at start (pkg/config.ConfigureClusterProfileCache).
+const clusterProfileCRDName = "clusterprofiles.multicluster.x-k8s.io"
+
+// ensureClusterProfileCRD installs the ClusterProfile CRD on the cluster
+// behind cfg unless it is there, and waits (up to timeout) until it is served. A Kueue that
+// starts with the MultiKueueClusterProfile gate on watches ClusterProfiles:
+// without the CRD its MultiKueueCluster controller never syncs and the
+// manager exits after the cache sync timeout. The gate is process-global, so
+// a topology that did not ask for ClusterProfiles can still start its Kueue
+// with it on (another topology of the process turned it on): this keeps such
+// a Kueue working.
+func ensureClusterProfileCRD(ctx context.Context, cluster string, cfg *rest.Config, timeout time.Duration) error {
+	scheme := runtime.NewScheme()
+	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
+		return err
+	}
+	cl, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return fmt.Errorf("cluster %q: client: %w", cluster, err)
+	}
+	err = cl.Get(ctx, client.ObjectKey{Name: clusterProfileCRDName}, &apiextensionsv1.CustomResourceDefinition{})
+	if err == nil {
+		return nil
+	}
+	if !apierrors.IsNotFound(err) {
+		return fmt.Errorf("cluster %q: get CRD %s: %w", cluster, clusterProfileCRDName, err)
+	}
+	crds, err := loadCRDs(ctx, []crdSource{clusterProfileCRDSource()})
+	if err != nil {
+		return err
+	}
+	return installCRDsWithin(ctx, &topology.Cluster{Name: cluster, Config: cfg, Client: cl}, crds, timeout)
 }
 
 func uniq(s []string) []string {

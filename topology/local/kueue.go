@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -22,6 +23,8 @@ import (
 	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 	inventoryv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -88,8 +91,25 @@ type kueueProcess struct {
 // writeKueueConfig writes the Kueue Configuration for spec and the
 // connector's needs into dir and returns its path. The file is what
 // `kueue --config` would read.
+//
+// Exec credentials plugins (multiKueue.clusterProfile.credentialsProviders)
+// that do not set KUBECONFIG get KUBECONFIG=<dir>/<manager>/exec-plugin.kubeconfig:
+// the manager as its in-process Kueue reaches it, with Kueue's namespace as
+// the context namespace, which the manager's Kueue writes before it starts.
+// That is the local stand-in for the in-cluster config a plugin sees in the
+// Kueue pod (cluster-inventory-api's secretreader reads Secrets with it).
 func writeKueueConfig(dir string, spec topology.Spec, needs topology.KueueNeeds) (string, error) {
 	cfg := spec.KueueConfiguration(needs)
+	if cp := cfg.MultiKueue.ClusterProfile; cp != nil {
+		for i := range cp.CredentialsProviders {
+			ec := &cp.CredentialsProviders[i].ExecConfig
+			if !slices.ContainsFunc(ec.Env, func(e clientcmdapi.ExecEnvVar) bool { return e.Name == "KUBECONFIG" }) {
+				ec.Env = append(slices.Clone(ec.Env), clientcmdapi.ExecEnvVar{
+					Name: "KUBECONFIG", Value: filepath.Join(dir, spec.ManagerName, execPluginKubeconfig),
+				})
+			}
+		}
+	}
 	raw, err := yaml.Marshal(&cfg)
 	if err != nil {
 		return "", err
@@ -211,6 +231,9 @@ func (k *kueueProcess) build(ctx context.Context) (_ manager.Manager, err error)
 			return nil, fmt.Errorf("feature gates: %w", err)
 		}
 	}
+	if err := k.writeExecPluginKubeconfig(cfg); err != nil {
+		return nil, err
+	}
 	logf, err := os.OpenFile(k.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, err
@@ -228,6 +251,16 @@ func (k *kueueProcess) build(ctx context.Context) (_ manager.Manager, err error)
 	options.LeaderElection = false
 	options.Controller.SkipNameValidation = ptr.To(true)
 	options.WebhookServer = webhook.NewServer(webhook.Options{Host: "127.0.0.1", Port: k.webhookPort, CertDir: k.certDir})
+
+	if features.Enabled(features.MultiKueueClusterProfile) {
+		// As cmd/kueue: ClusterProfiles are cached in Kueue's namespace only.
+		if err := ensureClusterProfileCRD(ctx, k.cluster, k.restConfig, k.timeout()); err != nil {
+			return nil, err
+		}
+		if err := kueueconfig.ConfigureClusterProfileCache(ctx, logger, &options, k.restConfig, cfg); err != nil {
+			return nil, fmt.Errorf("ClusterProfile cache: %w", err)
+		}
+	}
 
 	mgr, err := ctrl.NewManager(k.restConfig, options)
 	if err != nil {
@@ -350,5 +383,54 @@ func (k *kueueProcess) build(ctx context.Context) (_ manager.Manager, err error)
 	if err := mgr.Add(sched); err != nil {
 		return nil, err
 	}
+	if features.Enabled(features.MultiKueueClusterProfile) {
+		// Another topology of this process may have turned the gate on while
+		// the controllers above were set up: they then watch ClusterProfiles.
+		if err := ensureClusterProfileCRD(ctx, k.cluster, k.restConfig, k.timeout()); err != nil {
+			return nil, err
+		}
+	}
 	return mgr, nil
+}
+
+// timeout is startTimeout, or the default when it is zero.
+func (k *kueueProcess) timeout() time.Duration {
+	if k.startTimeout == 0 {
+		return startTimeout
+	}
+	return k.startTimeout
+}
+
+// execPluginKubeconfig is the file, in the manager's directory, that exec
+// credentials plugins get as KUBECONFIG (see writeKueueConfig).
+const execPluginKubeconfig = "exec-plugin.kubeconfig"
+
+// writeExecPluginKubeconfig writes, when the configuration's credentials
+// providers point KUBECONFIG at this cluster's directory, a kubeconfig with
+// this Kueue's own credentials and Kueue's namespace there (mode 0600, removed
+// with the topology directory).
+func (k *kueueProcess) writeExecPluginKubeconfig(cfg configapi.Configuration) error {
+	if cfg.MultiKueue == nil || cfg.MultiKueue.ClusterProfile == nil {
+		return nil
+	}
+	path := filepath.Join(filepath.Dir(k.logPath), execPluginKubeconfig)
+	pointed := false
+	for _, p := range cfg.MultiKueue.ClusterProfile.CredentialsProviders {
+		for _, e := range p.ExecConfig.Env {
+			pointed = pointed || (e.Name == "KUBECONFIG" && e.Value == path)
+		}
+	}
+	if !pointed {
+		return nil
+	}
+	rc := k.restConfig
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters[k.cluster] = &clientcmdapi.Cluster{Server: rc.Host, CertificateAuthorityData: rc.CAData}
+	kc.AuthInfos[k.cluster] = &clientcmdapi.AuthInfo{ClientCertificateData: rc.CertData, ClientKeyData: rc.KeyData, Token: rc.BearerToken}
+	kc.Contexts[k.cluster] = &clientcmdapi.Context{Cluster: k.cluster, AuthInfo: k.cluster, Namespace: *cfg.Namespace}
+	kc.CurrentContext = k.cluster
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		return fmt.Errorf("cluster %q: write the exec plugins' kubeconfig: %w", k.cluster, err)
+	}
+	return os.Chmod(path, 0o600)
 }

@@ -120,13 +120,18 @@ const startTimeout = 2 * time.Minute
 
 // New starts a local topology: it provisions the clusters, connects the
 // workers (by default with connect.KubeconfigSecret{Guard: true}: MultiKueue
-// may change on a worker only what it created), creates the MultiKueue
-// objects and waits until they are Active. Close the topology when done;
-// topo.CloseWith(t) does it from t.Cleanup.
+// may change on a worker only what it created; $MKTK_CONNECTOR=clusterprofile
+// picks connect.ClusterProfile{Guard: true} instead, see connect.FromEnv),
+// creates the MultiKueue objects and waits until they are Active. Close the
+// topology when done; topo.CloseWith(t) does it from t.Cleanup.
 func New(ctx context.Context, opts topology.Options, lopts Options) (*topology.Topology, error) {
 	installLogger(lopts.Logger)
 	if opts.Connector == nil {
-		opts.Connector = connect.KubeconfigSecret{Guard: true}
+		c, err := connect.FromEnv(os.Getenv)
+		if err != nil {
+			return nil, fmt.Errorf("local: %w", err)
+		}
+		opts.Connector = c
 	}
 	return topology.New(ctx, NewProvider(lopts), opts)
 }
