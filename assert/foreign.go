@@ -177,10 +177,12 @@ func (c *Checker) foreignPresent(t target, cluster string) bool {
 // after its deletion). Each problem names the cluster, the object and when.
 // Violations before Checker.Since are not counted.
 //
-// It does not wait: call it once the workloads of interest are done. It
-// judges by name and time, not by who acted: a test that itself deletes or
-// edits a worker's object of a manager object's name in that window is
-// blamed too. A spec change that flips suspend is not counted (the worker's
+// It does not wait: call it once the workloads of interest are done. When
+// the API servers keep audit logs (the local topology does) each problem
+// names who made the change, and changes made by the test itself, a
+// cluster's own Kueue or the local agent are not counted; without audit logs
+// it judges by name and time alone, so a test that itself deletes or edits a
+// worker's object of a manager object's name in that window is blamed too. A spec change that flips suspend is not counted (the worker's
 // own Kueue suspends and unsuspends its Jobs; observe.Modified leaves it out).
 // It does not check objects other than Workloads and the job kinds the
 // Observer watches.
@@ -200,6 +202,7 @@ func (c *Checker) ForeignUntouched(ctx context.Context) error {
 			story = append(story, onlyForeign(evs, mgr)...)
 		}
 	}
+	found = c.attributeTouches(ctx, found)
 	if len(found) == 0 {
 		return nil
 	}
@@ -290,9 +293,43 @@ func foreignTouched(events []observe.Event, manager string, since time.Time, ske
 	return out
 }
 
+// attributeTouchTimeout bounds the audit-log read that names who made the
+// changes.
+const attributeTouchTimeout = 15 * time.Second
+
+// attributeTouches names who made each change when the API servers keep
+// audit logs (observe.Observer.Attribute), and drops the changes made by
+// someone known not to be MultiKueue: the test itself, a cluster's own Kueue,
+// the local agent. Unknown actors stay blamed.
+func (c *Checker) attributeTouches(ctx context.Context, found []touch) []touch {
+	if len(found) == 0 || !c.Obs.HasAudit() {
+		return found
+	}
+	evs := make([]observe.Event, len(found))
+	for i, f := range found {
+		evs[i] = f.event
+	}
+	actx, cancel := context.WithTimeout(ctx, attributeTouchTimeout)
+	defer cancel()
+	attributed, _ := c.Obs.Attribute(actx, evs) // unread logs leave actors unknown
+	var out []touch
+	for i, f := range found {
+		f.event = attributed[i]
+		switch f.event.Actor.Role {
+		case observe.RoleTest, observe.RoleKueue, observe.RoleAgent:
+			continue
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
 // actorOf says who made the change, as far as the history knows.
-func actorOf(observe.Event) string {
-	return "who did it is unknown (no audit record attributed)"
+func actorOf(e observe.Event) string {
+	if e.Actor.IsZero() {
+		return "who did it is unknown (no audit record attributed)"
+	}
+	return "by " + e.Actor.Describe(e.Cluster)
 }
 
 // ForeignUntouched reports Checker.ForeignUntouched.
