@@ -262,10 +262,11 @@ func (p *Provider) close(ctx context.Context) error {
 	lastCount := len(created)
 	var left []string
 	err := poll.UntilEvery(ctx, p.o.DeleteTimeout, p.o.PollInterval, "the Clusters to be deleted", func(ctx context.Context) error {
-		var err error
-		if left, err = p.remaining(ctx, created); err != nil {
+		now, err := p.remaining(ctx, created)
+		if err != nil {
 			return err
 		}
+		left = now
 		if len(left) != lastCount {
 			lastCount = len(left)
 			fmt.Fprintf(p.progress, "capz: %d of %d Clusters gone (+%s)\n", len(created)-len(left), len(created), time.Since(start).Round(time.Second))
