@@ -1,0 +1,51 @@
+package scenario_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/multikueue-testkit/testkit/connect"
+	"github.com/multikueue-testkit/testkit/scenario"
+	"github.com/multikueue-testkit/testkit/topology"
+	"github.com/multikueue-testkit/testkit/topology/local"
+)
+
+// connectors are the interchangeable connectors, as local.New's default
+// would pick them with MKTK_CONNECTOR=kubeconfig|clusterprofile.
+func connectors() []topology.Connector {
+	return []topology.Connector{connect.KubeconfigSecret{Guard: true}, connect.ClusterProfile{Guard: true}}
+}
+
+// TestDispatchJobsWithEachConnector runs the dispatch scenario (DispatchJobs:
+// exactly once admitted, nominations cleared, finished, no orphans) on a
+// 1 manager + 2 worker topology once per connector, in CI, so that the
+// ClusterProfile path is held to the same body as the kubeconfig Secret.
+// Whole suites switch with MKTK_CONNECTOR instead (see connect.FromEnv).
+func TestDispatchJobsWithEachConnector(t *testing.T) {
+	for _, c := range connectors() {
+		t.Run(c.Name(), func(t *testing.T) {
+			ctx := context.Background()
+			start := time.Now()
+			topo, err := local.New(ctx, topology.Options{Workers: 2, Connector: c, Progress: testWriter{t}}, local.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			topo.CloseWith(t)
+			t.Logf("Active after %s", time.Since(start).Round(time.Millisecond))
+			env, err := scenario.Observe(ctx, topo)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer env.Close()
+			if err := env.Check.SetupActive(ctx); err != nil {
+				t.Fatal(err)
+			}
+			start = time.Now()
+			if _, err := scenario.DispatchJobs(ctx, env, scenario.DispatchOptions{Jobs: 6}); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("6 Jobs dispatched, finished and cleaned up in %s", time.Since(start).Round(time.Millisecond))
+		})
+	}
+}
