@@ -38,13 +38,17 @@ func multiKueueSA() types.NamespacedName {
 // installed again when the test ends.
 func liftGuard(t *testing.T, ctx context.Context, w *topology.Cluster) {
 	t.Helper()
+	start := time.Now()
 	if err := connect.RemoveGuard(ctx, w, multiKueueSA()); err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("cluster %q: guard lifted in %s", w.Name, time.Since(start).Round(time.Millisecond))
 	t.Cleanup(func() {
+		start := time.Now()
 		if err := connect.InstallGuard(ctx, w, multiKueueSA(), env.Topo.Spec.Kueue.Integrations); err != nil {
 			t.Error(err)
 		}
+		t.Logf("cluster %q: guard enforced again in %s", w.Name, time.Since(start).Round(time.Millisecond))
 	})
 }
 
