@@ -16,6 +16,9 @@
 // k8s.io/kubectl v0.35.3 does not build against k8s.io/api v0.36; kubectl and
 // cli-runtime are pinned to v0.36.3 too, as a module on these pins would
 // have them. Helm v3.21.4 (the line for k8s 0.36) builds here as well.
+//
+// topology/kind brings sigs.k8s.io/kind v0.33.0, whose own dependencies are
+// light (no k8s.io module); it builds here as is.
 package compat
 
 import (
@@ -27,6 +30,7 @@ import (
 	"github.com/multikueue-testkit/testkit/topology"
 	"github.com/multikueue-testkit/testkit/topology/existing"
 	"github.com/multikueue-testkit/testkit/topology/install"
+	"github.com/multikueue-testkit/testkit/topology/kind"
 	"github.com/multikueue-testkit/testkit/workload"
 )
 
@@ -38,6 +42,8 @@ var (
 	_ = existing.Proxy
 	_ = install.Kueue
 	_ = install.JobSet
+	_ = kind.New
+	_ = kind.FromKubeconfigs
 	_ = connect.WorkerRules
 	_ = workload.NewJob
 	_ = workload.NewJobSet
