@@ -18,11 +18,15 @@
 //
 // The assertions: SetupActive, ExactlyOnceAdmitted, NominationCleared,
 // LosersCleaned, StatusSynced, Finished, QuotaRespected, NoOrphans,
-// ClusterActive / ClusterInactive and DispatchedIncrementally. Each method's
+// ForeignUntouched, ClusterActive / ClusterInactive and
+// DispatchedIncrementally. A worker's object counts as MultiKueue's remote
+// copy only with the MultiKueue origin label, never by name alone (see
+// foreign.go). Each method's
 // comment states what it checks and what it does not. With $ARTIFACTS set, a
 // failure also writes its report and a redacted dump of the objects involved,
 // one file per cluster.
 //
 // Every assertion waits with a deadline (Checker.Timeout) for the state it
-// needs, never sleeps, and on failure names the cluster and the object.
+// needs (ForeignUntouched judges the history so far), never sleeps, and on
+// failure names the cluster and the object.
 package assert
