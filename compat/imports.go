@@ -19,6 +19,11 @@
 //
 // topology/kind brings sigs.k8s.io/kind v0.33.0, whose own dependencies are
 // light (no k8s.io module); it builds here as is.
+//
+// topology/capz handles CAPI objects as unstructured ones, so no
+// sigs.k8s.io/cluster-api module is in the build list; topology/capz/capztest
+// (its simulated CAPI/CAPZ controller) runs a controller-runtime manager,
+// which adds fsnotify and gomodules.xyz/jsonpatch.
 package compat
 
 import (
@@ -28,6 +33,8 @@ import (
 	"github.com/multikueue-testkit/testkit/scenario"
 	"github.com/multikueue-testkit/testkit/scenario/envfuncs"
 	"github.com/multikueue-testkit/testkit/topology"
+	"github.com/multikueue-testkit/testkit/topology/capz"
+	"github.com/multikueue-testkit/testkit/topology/capz/capztest"
 	"github.com/multikueue-testkit/testkit/topology/existing"
 	"github.com/multikueue-testkit/testkit/topology/install"
 	"github.com/multikueue-testkit/testkit/topology/kind"
@@ -40,6 +47,9 @@ var (
 	_ = topology.New
 	_ = existing.New
 	_ = existing.Proxy
+	_ = capz.New
+	_ = capz.Attach
+	_ = capztest.Start
 	_ = install.Kueue
 	_ = install.JobSet
 	_ = kind.New
