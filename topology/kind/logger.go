@@ -34,7 +34,12 @@ type progressLogger struct {
 
 var _ kindlog.Logger = progressLogger{}
 
+// newLogger prefixes kind's lines with the cluster's name, or with "kind: "
+// alone when kindName is empty (cluster-wide calls such as List).
 func newLogger(w io.Writer, kindName string) progressLogger {
+	if kindName == "" {
+		return progressLogger{w: w, prefix: "kind: "}
+	}
 	return progressLogger{w: w, prefix: fmt.Sprintf("kind: cluster %q: ", kindName)}
 }
 

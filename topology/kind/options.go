@@ -59,8 +59,9 @@ type Options struct {
 	WaitForReady time.Duration
 	// Keep leaves the clusters this provider created running after Close
 	// (with Kueue installed, the MultiKueue objects the topology created
-	// removed), so that the next run reuses them. Clusters that existed
-	// before are never deleted, Keep or not.
+	// removed), so that the next run reuses them; also after a failed
+	// Provision, for inspection. Without Keep they are deleted in both
+	// cases. Clusters that existed before are never deleted, Keep or not.
 	Keep bool
 	// KueueImage and JobSetImage override the controller images
 	// (install.KueueOptions.Image, install.JobSetOptions.Image).

@@ -102,6 +102,17 @@ func (p *Provider) KeepsClusters() bool {
 	return p.opts.Keep || len(p.reused) > 0
 }
 
+var errClosed = errors.New("kind: provider is closed")
+
+func (p *Provider) isClosed() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.closed
+}
+
+// parallel is Options.Parallel, at least 1.
+func (p *Provider) parallel() int { return max(1, p.opts.Parallel) }
+
 // member is one cluster of the topology as Provision handles it.
 type member struct {
 	name       string // topology name
@@ -119,6 +130,9 @@ func (m *member) kubeconfigPath(dir string) string {
 
 // Provision implements topology.Provider.
 func (p *Provider) Provision(ctx context.Context, spec topology.Spec) (*topology.Cluster, []*topology.Cluster, error) {
+	if p.isClosed() {
+		return nil, nil, errClosed
+	}
 	o := p.opts
 	progress := &syncWriter{w: spec.Progress}
 	members, err := p.members(spec)
@@ -148,7 +162,7 @@ func (p *Provider) Provision(ctx context.Context, spec topology.Spec) (*topology
 	if p.closed {
 		p.mu.Unlock()
 		os.RemoveAll(dir)
-		return nil, nil, errors.New("kind: provider is closed")
+		return nil, nil, errClosed
 	}
 	p.dir, p.progress = dir, progress
 	p.kindNames = map[string]string{}
@@ -225,12 +239,12 @@ func (p *Provider) kindProvider(progress io.Writer, kindName string) *cluster.Pr
 // created before its creation starts, so that Close deletes it whatever
 // happens.
 func (p *Provider) createOrReuse(ctx context.Context, members []*member, progress io.Writer) error {
-	have, err := p.kindProvider(progress, "*").List()
+	have, err := p.kindProvider(progress, "").List()
 	if err != nil {
 		return fmt.Errorf("kind: listing clusters with %s: %s", p.rt, redact.String(err.Error()))
 	}
 	g := &errgroup.Group{}
-	g.SetLimit(p.opts.Parallel)
+	g.SetLimit(p.parallel())
 	errs := make([]error, len(members))
 	for i, m := range members {
 		if slices.Contains(have, m.kindName) {
@@ -310,12 +324,15 @@ func (p *Provider) loadImages(ctx context.Context, members []*member, plan image
 	loaded := map[string][]string{}
 	var mu sync.Mutex
 	g := &errgroup.Group{}
-	g.SetLimit(p.opts.Parallel)
+	g.SetLimit(p.parallel())
 	for _, m := range members {
 		g.Go(func() error {
 			nodeList, err := p.kindProvider(progress, m.kindName).ListInternalNodes(m.kindName)
 			if err != nil {
 				return fmt.Errorf("kind: cluster %q: listing nodes: %s", m.kindName, redact.String(err.Error()))
+			}
+			if len(nodeList) == 0 {
+				return fmt.Errorf("kind: cluster %q: kind lists no nodes to load images into", m.kindName)
 			}
 			for _, img := range plan.forRole(m.role) {
 				li, ok := present[img]
@@ -349,7 +366,7 @@ func (p *Provider) loadImages(ctx context.Context, members []*member, plan image
 func (p *Provider) installAll(ctx context.Context, spec topology.Spec, needs topology.KueueNeeds, jobSet bool, members []*member, progress io.Writer) error {
 	o := p.opts
 	g := &errgroup.Group{}
-	g.SetLimit(o.Parallel)
+	g.SetLimit(p.parallel())
 	errs := make([]error, len(members))
 	for i, m := range members {
 		g.Go(func() error {
@@ -423,7 +440,7 @@ func (p *Provider) Close(context.Context) error {
 		}
 	} else {
 		g := &errgroup.Group{}
-		g.SetLimit(p.opts.Parallel)
+		g.SetLimit(p.parallel())
 		errs = make([]error, len(created))
 		for i, kn := range created {
 			g.Go(func() error {

@@ -77,8 +77,8 @@ func TestCloseWithoutProvisionAndTwice(t *testing.T) {
 	if err := p.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := p.Provision(context.Background(), topology.Spec{}); err == nil {
-		t.Error("Provision after Close succeeded")
+	if _, _, err := p.Provision(context.Background(), topology.Spec{}); err == nil || !strings.Contains(err.Error(), "closed") {
+		t.Errorf("Provision after Close: %v", err)
 	}
 }
 
