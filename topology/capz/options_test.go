@@ -1,14 +1,19 @@
 package capz
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 
+	"github.com/multikueue-testkit/testkit/internal/poll"
 	"github.com/multikueue-testkit/testkit/topology"
 	"github.com/multikueue-testkit/testkit/topology/existing"
 )
@@ -172,4 +177,27 @@ func mustJSON(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// A Cluster that can never be ready stops the other waits at once (their
+// "stopped" errors left out); timeouts do not stop the others, so that
+// every late Cluster is named.
+func TestWaitAll(t *testing.T) {
+	ctx := context.Background()
+	start := time.Now()
+	err := waitAll(ctx, 2, func(ctx context.Context, i int) error {
+		if i == 0 {
+			return errors.New("Cluster default/a is gone")
+		}
+		return poll.Until(ctx, time.Minute, "Cluster default/b", func(context.Context) error { return errors.New("not ready") })
+	})
+	if err == nil || err.Error() != "Cluster default/a is gone" || time.Since(start) > 10*time.Second {
+		t.Errorf("err = %v after %s; want only a's error, at once", err, time.Since(start))
+	}
+	err = waitAll(ctx, 2, func(ctx context.Context, i int) error {
+		return poll.Until(ctx, time.Duration(i+1)*200*time.Millisecond, fmt.Sprintf("Cluster default/c%d", i), func(context.Context) error { return errors.New("not ready") })
+	})
+	if err == nil || !strings.Contains(err.Error(), "default/c0") || !strings.Contains(err.Error(), "default/c1") {
+		t.Errorf("err = %v; want both timeouts", err)
+	}
 }

@@ -149,7 +149,7 @@ func (p *Provider) Provision(ctx context.Context, spec topology.Spec) (*topology
 		return nil, nil, err
 	}
 	fmt.Fprintf(p.progress, "capz: waiting up to %s for %d Clusters (%s)\n", p.o.ReadyTimeout, len(specs), strings.Join(ReadyConditions, ", "))
-	err := parallel(len(specs), func(i int) error {
+	err := waitAll(ctx, len(specs), func(ctx context.Context, i int) error {
 		return p.waitReady(ctx, specs[i].Name, p.o.pools(specs[i]), p.o.ReadyTimeout, start)
 	})
 	if err != nil {
@@ -305,6 +305,38 @@ func parallel(n int, f func(i int) error) error {
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// errOtherFailed stops the other waits when one Cluster can never be ready.
+var errOtherFailed = errors.New("another Cluster failed")
+
+// waitAll runs f(ctx, 0..n-1) concurrently. A failure other than a timeout
+// (a Cluster deleted under the wait) stops the others, whose errors are then
+// left out; timeouts do not, so that every Cluster late at the deadline is
+// named.
+func waitAll(ctx context.Context, n int, f func(ctx context.Context, i int) error) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			err := f(ctx, i)
+			var timeout *poll.TimeoutError
+			if err != nil && !errors.As(err, &timeout) && !errors.Is(err, errOtherFailed) {
+				cancel(errOtherFailed)
+			}
+			errs[i] = err
+		})
+	}
+	wg.Wait()
+	var out []error
+	for _, err := range errs {
+		if err != nil && !errors.Is(err, errOtherFailed) {
+			out = append(out, err)
+		}
+	}
+	return errors.Join(out...)
 }
 
 // lineWriter serialises writes so that concurrent progress lines stay whole.
