@@ -102,7 +102,7 @@ func readKubeconfig(ctx context.Context, c client.Client, mgmtName, namespace, n
 // conditionSummary prints the ReadyConditions of a Cluster status.
 func conditionSummary(st clusterStatus) string {
 	var parts []string
-	for _, t := range ReadyConditions {
+	for _, t := range ReadyConditions() {
 		s := "not reported"
 		for _, c := range st.Conditions {
 			if c.Type == t {

@@ -54,9 +54,10 @@ const (
 	KubeconfigKey = "value"
 )
 
-// Cluster conditions (CAPI v1.13, v1beta2) that Provision waits for, in
-// this order. InfrastructureReady mirrors the infrastructure cluster's Ready
-// (AzureManagedCluster / AzureASOManagedCluster), falling back to
+// ReadyConditions are the Cluster conditions (CAPI v1.13, v1beta2) that
+// Provision waits for, in this order. InfrastructureReady mirrors the
+// infrastructure cluster's Ready (AzureManagedCluster /
+// AzureASOManagedCluster), falling back to
 // status.initialization.infrastructureProvisioned; ControlPlaneInitialized
 // says the API server accepts requests (the kubeconfig Secret exists from
 // then on); ControlPlaneAvailable mirrors the control plane's Available
@@ -64,7 +65,9 @@ const (
 // the provider does not report it. Not waited for: Available (it includes
 // WorkersAvailable and RemoteConnectionProbe; the MachinePools' ready
 // replicas are checked directly) and TopologyReconciled.
-var ReadyConditions = []string{"InfrastructureReady", "ControlPlaneInitialized", "ControlPlaneAvailable"}
+func ReadyConditions() []string {
+	return []string{"InfrastructureReady", "ControlPlaneInitialized", "ControlPlaneAvailable"}
+}
 
 // KubeconfigSecretName is the Secret CAPI's control plane provider writes
 // for a workload cluster.

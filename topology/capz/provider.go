@@ -148,7 +148,7 @@ func (p *Provider) Provision(ctx context.Context, spec topology.Spec) (*topology
 	if err := parallel(len(objs), func(i int) error { return p.create(ctx, objs[i]) }); err != nil {
 		return nil, nil, err
 	}
-	fmt.Fprintf(p.progress, "capz: waiting up to %s for %d Clusters (%s)\n", p.o.ReadyTimeout, len(specs), strings.Join(ReadyConditions, ", "))
+	fmt.Fprintf(p.progress, "capz: waiting up to %s for %d Clusters (%s)\n", p.o.ReadyTimeout, len(specs), strings.Join(ReadyConditions(), ", "))
 	err := waitAll(ctx, len(specs), func(ctx context.Context, i int) error {
 		return p.waitReady(ctx, specs[i].Name, p.o.pools(specs[i]), p.o.ReadyTimeout, start)
 	})

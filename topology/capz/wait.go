@@ -32,7 +32,7 @@ type poolState struct {
 // condition, Secret or MachinePool; empty when ready.
 func (s clusterState) missing(namespace, cluster string) []string {
 	var out []string
-	for _, t := range ReadyConditions {
+	for _, t := range ReadyConditions() {
 		c, ok := s.conditions[t]
 		switch {
 		case !ok:
@@ -65,7 +65,7 @@ func reasonOf(c metav1.Condition) string {
 // summary is the one-line state printed when it changes.
 func (s clusterState) summary() string {
 	var parts []string
-	for _, t := range ReadyConditions {
+	for _, t := range ReadyConditions() {
 		st := "?"
 		if c, ok := s.conditions[t]; ok {
 			st = string(c.Status)
@@ -144,7 +144,7 @@ func readState(ctx context.Context, c client.Client, namespace, name string, poo
 // changes. The error names the Cluster and everything still missing.
 func (p *Provider) waitReady(ctx context.Context, name string, pools []MachinePool, timeout time.Duration, start time.Time) error {
 	ns := p.o.Namespace
-	what := fmt.Sprintf("Cluster %s/%s on management cluster %q to be ready (%s; kubeconfig Secret; MachinePools' ready replicas)", ns, name, p.o.Management.Name, strings.Join(ReadyConditions, ", "))
+	what := fmt.Sprintf("Cluster %s/%s on management cluster %q to be ready (%s; kubeconfig Secret; MachinePools' ready replicas)", ns, name, p.o.Management.Name, strings.Join(ReadyConditions(), ", "))
 	last := ""
 	err := poll.UntilEvery(ctx, timeout, p.o.PollInterval, what, func(ctx context.Context) error {
 		st, err := readState(ctx, p.mgmt, ns, name, pools)
