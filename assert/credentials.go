@@ -6,9 +6,13 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"os/exec"
+	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
@@ -21,6 +25,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	inventoryv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	"sigs.k8s.io/cluster-inventory-api/pkg/credentials"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -146,13 +151,25 @@ func (c *Checker) checkCredentials(ctx context.Context, name string, perms bool)
 	if cfg == nil {
 		return cc // not checked
 	}
+	// An exec plugin's token is known only once a request carries it.
+	sent := &sentToken{}
+	cfg.Wrap(sent.wrap)
 	who := fmt.Sprintf("cluster %q: MultiKueue's credentials from %s (%s)", name, cc.Source, describeCredentials(cfg, time.Now()))
-	cs, err := kubernetes.NewForConfig(cfg)
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		cc.Problems = append(cc.Problems, fmt.Sprintf("%s: cannot build a client: %v", who, err))
+		return cc
+	}
+	defer hc.CloseIdleConnections()
+	cs, err := kubernetes.NewForConfigAndClient(cfg, hc)
 	if err != nil {
 		cc.Problems = append(cc.Problems, fmt.Sprintf("%s: cannot build a client: %v", who, err))
 		return cc
 	}
 	ssr, err := cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if tok := sent.get(); cfg.ExecProvider != nil && tok != "" {
+		who = fmt.Sprintf("cluster %q: MultiKueue's credentials from %s (exec plugin %s gave %s)", name, cc.Source, cfg.ExecProvider.Command, describeToken(tok, time.Now()))
+	}
 	switch {
 	case apierrors.IsUnauthorized(err):
 		cc.Problems = append(cc.Problems, fmt.Sprintf("%s were refused by the worker: 401 Unauthorized", who))
@@ -290,6 +307,12 @@ func (c *Checker) clusterProfileConfig(ctx context.Context, cc *CredentialCheck,
 			return nil, nil
 		}
 	}
+	// client-go keeps exec credentials per plugin configuration for the
+	// life of the process (an in-process Kueue shares that cache): a
+	// variable of its own makes every check run the plugin afresh, so a
+	// credential changed since is seen. One small cache entry per check.
+	cfg.ExecProvider.Env = append(slices.Clone(cfg.ExecProvider.Env),
+		clientcmdapi.ExecEnvVar{Name: "MKTK_CREDENTIALS_CHECK", Value: strconv.FormatInt(time.Now().UnixNano(), 10)})
 	return cfg, nil
 }
 
@@ -309,6 +332,34 @@ func (c *Checker) reachable(cfg *rest.Config) *rest.Config {
 	}
 	return cfg
 }
+
+// sentToken keeps the bearer token of the last request it saw, to describe
+// what an exec plugin returned (describeToken); it is never printed.
+type sentToken struct {
+	mu    sync.Mutex
+	token string
+}
+
+func (s *sentToken) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+		if tok, ok := strings.CutPrefix(req.Header.Get("Authorization"), "Bearer "); ok {
+			s.mu.Lock()
+			s.token = tok
+			s.mu.Unlock()
+		}
+		return rt.RoundTrip(req)
+	})
+}
+
+func (s *sentToken) get() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.token
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
 
 // describeCredentials says what cfg authenticates with, never the secret
 // itself: a bearer token's subject and expiry (read from its claims without

@@ -3,6 +3,7 @@ package assert_test
 import (
 	"context"
 	"crypto/x509"
+	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -26,6 +27,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
+	inventoryv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
@@ -37,23 +39,58 @@ import (
 )
 
 // multiKueueSecret returns the manager Secret that holds the worker's
-// kubeconfig, as its MultiKueueCluster names it; the tests below need the
-// kubeconfig Secret connector.
-func multiKueueSecret(t *testing.T, ctx context.Context, worker string) *corev1.Secret {
+// credentials, as its MultiKueueCluster names it, and the key of the token
+// or kubeconfig in it: a kubeconfig Secret (key "kubeconfig"), or for a
+// ClusterProfile the Secret its secretreader access provider names (key
+// "token").
+func multiKueueSecret(t *testing.T, ctx context.Context, worker string) (*corev1.Secret, string) {
 	t.Helper()
+	mgr, ns := env.Topo.Manager, env.Topo.Spec.Kueue.Namespace
 	mkc := &kueue.MultiKueueCluster{}
-	if err := env.Topo.Manager.Client.Get(ctx, client.ObjectKey{Name: worker}, mkc); err != nil {
+	if err := mgr.Client.Get(ctx, client.ObjectKey{Name: worker}, mkc); err != nil {
 		t.Fatal(err)
 	}
-	kc := mkc.Spec.ClusterSource.KubeConfig
-	if kc == nil || kc.LocationType != kueue.SecretLocationType {
-		t.Skipf("MultiKueueCluster %s is not connected through a kubeconfig Secret (connector %s); these tests change that Secret", worker, env.Topo.ConnectorName)
+	name, key := "", connect.SecretKey
+	switch src := mkc.Spec.ClusterSource; {
+	case src.KubeConfig != nil && src.KubeConfig.LocationType == kueue.SecretLocationType:
+		name = src.KubeConfig.Location
+	case src.ClusterProfileRef != nil:
+		cp := &inventoryv1alpha1.ClusterProfile{}
+		if err := mgr.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: src.ClusterProfileRef.Name}, cp); err != nil {
+			t.Fatal(err)
+		}
+		for _, ap := range cp.Status.AccessProviders {
+			for _, ext := range ap.Cluster.Extensions {
+				var v struct {
+					ClusterName string `json:"clusterName"`
+				}
+				if ap.Name == connect.SecretReaderProvider && ext.Name == connect.ExecExtension && json.Unmarshal(ext.Extension.Raw, &v) == nil {
+					name, key = v.ClusterName, connect.TokenKey
+				}
+			}
+		}
+	}
+	if name == "" {
+		t.Skipf("MultiKueueCluster %s names neither a kubeconfig Secret nor a secretreader ClusterProfile (connector %s); these tests change that Secret", worker, env.Topo.ConnectorName)
 	}
 	sec := &corev1.Secret{}
-	if err := env.Topo.Manager.Client.Get(ctx, client.ObjectKey{Namespace: env.Topo.Spec.Kueue.Namespace, Name: kc.Location}, sec); err != nil {
+	if err := mgr.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, sec); err != nil {
 		t.Fatal(err)
 	}
-	return sec
+	return sec, key
+}
+
+// sourceOf is where the check reads worker's credentials from, as it says
+// in its failures ("Secret kueue-system/multikueue-worker-2").
+func sourceOf(t *testing.T, ctx context.Context, w *topology.Cluster) string {
+	t.Helper()
+	for _, cc := range checker(time.Minute).WorkerCredentials(ctx) {
+		if cc.Worker == w.Name {
+			return cc.Source
+		}
+	}
+	t.Fatalf("no credentials check for %s", w.Name)
+	return ""
 }
 
 // setupRecovers waits until SetupActive passes again: the next test starts
@@ -69,18 +106,21 @@ func setupRecovers(t *testing.T, ctx context.Context) {
 // and puts the original back when the test ends.
 func useToken(t *testing.T, ctx context.Context, w *topology.Cluster, token string) {
 	t.Helper()
-	sec := multiKueueSecret(t, ctx, w.Name)
-	orig := sec.Data[connect.SecretKey]
-	kc, err := connect.TokenKubeconfig(w, token)
-	if err != nil {
-		t.Fatal(err)
+	sec, key := multiKueueSecret(t, ctx, w.Name)
+	orig := sec.Data[key]
+	kc := []byte(token)
+	if key == connect.SecretKey {
+		var err error
+		if kc, err = connect.TokenKubeconfig(w, token); err != nil {
+			t.Fatal(err)
+		}
 	}
 	setSecret := func(data []byte) error {
 		return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 			if err := env.Topo.Manager.Client.Get(ctx, client.ObjectKeyFromObject(sec), sec); err != nil {
 				return err
 			}
-			sec.Data[connect.SecretKey] = data
+			sec.Data[key] = data
 			return env.Topo.Manager.Client.Update(ctx, sec)
 		})
 	}
@@ -141,8 +181,9 @@ func TestHealthyCredentialsPass(t *testing.T) {
 		t.Fatalf("%d checks for %d workers", len(checks), len(env.Topo.Workers))
 	}
 	for i, cc := range checks {
+		ns := env.Topo.Spec.Kueue.Namespace
 		if cc.Worker != env.Topo.Workers[i].Name || cc.User != multiKueueUser() || cc.NotChecked != "" || len(cc.Problems) > 0 ||
-			!strings.HasPrefix(cc.Source, "Secret "+env.Topo.Spec.Kueue.Namespace+"/") {
+			!(strings.HasPrefix(cc.Source, "Secret "+ns+"/") || strings.HasPrefix(cc.Source, "ClusterProfile "+ns+"/")) {
 			t.Errorf("worker %d: %+v", i, cc)
 		}
 	}
@@ -169,10 +210,11 @@ func TestSetupActiveCatchesATokenTheWorkerRejects(t *testing.T) {
 	}
 	token := tr.Status.Token
 	refused(t, ctx, w, token)
+	src := sourceOf(t, ctx, w)
 	useToken(t, ctx, w, token)
 
 	c := checker(5 * time.Second)
-	want := []string{`cluster "` + w.Name + `"`, "Secret " + ns + "/multikueue-" + w.Name,
+	want := []string{`cluster "` + w.Name + `"`, "credentials from " + src + " (",
 		"token [redacted] for system:serviceaccount:" + ns + ":mktk-gone", "refused by the worker: 401 Unauthorized"}
 	err := c.SetupActive(ctx)
 	mustFail(t, err, append([]string{"SetupActive failed"}, want...)...)
@@ -202,10 +244,11 @@ func TestSetupActiveCatchesAnExpiredToken(t *testing.T) {
 	}
 	token := expiredToken(t, w, sa, 10*time.Minute)
 	refused(t, ctx, w, token)
+	src := sourceOf(t, ctx, w)
 	useToken(t, ctx, w, token)
 
 	err := checker(5 * time.Second).SetupActive(ctx)
-	mustFail(t, err, "SetupActive failed", `cluster "`+w.Name+`"`, "Secret "+ns+"/multikueue-"+w.Name,
+	mustFail(t, err, "SetupActive failed", `cluster "`+w.Name+`"`, "credentials from "+src+" (",
 		"token [redacted] for "+multiKueueUser()+", expired at", "ago)", "refused by the worker: 401 Unauthorized")
 	mustNotLeak(t, err, token)
 }
@@ -255,7 +298,8 @@ func expiredToken(t *testing.T, w *topology.Cluster, sa *corev1.ServiceAccount, 
 func TestSetupActiveCatchesAMissingPermission(t *testing.T) {
 	ctx := context.Background()
 	w := env.Topo.Workers[1]
-	sec := multiKueueSecret(t, ctx, w.Name)
+	sec, key := multiKueueSecret(t, ctx, w.Name)
+	src := sourceOf(t, ctx, w)
 	role := &rbacv1.ClusterRole{}
 	name := "multikueue-" + env.Topo.Manager.Name // the connector's ClusterRole
 	if err := w.Client.Get(ctx, client.ObjectKey{Name: name}, role); err != nil {
@@ -290,7 +334,7 @@ func TestSetupActiveCatchesAMissingPermission(t *testing.T) {
 	})
 	// RBAC changes reach the authorizer through an informer: wait until the
 	// worker denies it.
-	cfg := tokenConfig(w, tokenOf(t, sec))
+	cfg := tokenConfig(w, tokenOf(t, sec, key))
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -310,7 +354,7 @@ func TestSetupActiveCatchesAMissingPermission(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := checker(5 * time.Second)
-	want := []string{`cluster "` + w.Name + `"`, "Secret " + env.Topo.Spec.Kueue.Namespace + "/" + sec.Name,
+	want := []string{`cluster "` + w.Name + `"`, "credentials from " + src + " (",
 		"user " + multiKueueUser() + ", may not (cluster-wide): delete workloads.kueue.x-k8s.io"}
 	err = c.SetupActive(ctx)
 	mustFail(t, err, append([]string{"SetupActive failed"}, want...)...)
@@ -320,10 +364,14 @@ func TestSetupActiveCatchesAMissingPermission(t *testing.T) {
 	mustFail(t, c.ClusterActive(ctx, w.Name), append([]string{"ClusterActive failed"}, want...)...)
 }
 
-// tokenOf reads the bearer token of the kubeconfig in a MultiKueue Secret.
-func tokenOf(t *testing.T, sec *corev1.Secret) string {
+// tokenOf reads the token in a MultiKueue Secret: under key, or in the
+// kubeconfig there.
+func tokenOf(t *testing.T, sec *corev1.Secret, key string) string {
 	t.Helper()
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(sec.Data[connect.SecretKey])
+	if key == connect.TokenKey {
+		return string(sec.Data[key])
+	}
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(sec.Data[key])
 	if err != nil || cfg.BearerToken == "" {
 		t.Fatalf("Secret %s/%s: no token in its kubeconfig (%v)", sec.Namespace, sec.Name, err)
 	}
@@ -337,7 +385,10 @@ func tokenOf(t *testing.T, sec *corev1.Secret) string {
 func TestKubeconfigPathIsReportedNotChecked(t *testing.T) {
 	ctx := context.Background()
 	w := env.Topo.Workers[1]
-	sec := multiKueueSecret(t, ctx, w.Name)
+	sec, key := multiKueueSecret(t, ctx, w.Name)
+	if key != connect.SecretKey {
+		t.Skipf("MultiKueueCluster %s is not connected through a kubeconfig Secret (connector %s): no kubeconfig to put in a file", w.Name, env.Topo.ConnectorName)
+	}
 	path := filepath.Join(t.TempDir(), "kubeconfig")
 	if err := os.WriteFile(path, sec.Data[connect.SecretKey], 0o600); err != nil {
 		t.Fatal(err)
