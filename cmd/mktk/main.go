@@ -2,9 +2,9 @@
 //
 //	go run github.com/multikueue-testkit/testkit/cmd/mktk assets
 //
-// builds kube-apiserver and etcd from the Go module proxy (or finds them in
-// $KUBEBUILDER_ASSETS or the cache) and prints the directory, ready to export
-// as KUBEBUILDER_ASSETS.
+// builds kube-apiserver, etcd and kube-controller-manager from the Go module
+// proxy (or finds them in $KUBEBUILDER_ASSETS or the cache) and prints the
+// directory of the first two, ready to export as KUBEBUILDER_ASSETS.
 package main
 
 import (
@@ -45,6 +45,7 @@ func run(args []string) int {
 		fmt.Fprintln(os.Stderr, "mktk:", err)
 		return 1
 	}
+	fmt.Fprintf(os.Stderr, "mktk: kube-controller-manager: %s\n", b.ControllerManager)
 	fmt.Fprintf(os.Stderr, "mktk: kube-apiserver and etcd (%s) in:\n", b.Source)
 	fmt.Println(filepath.Dir(b.APIServer))
 	return 0

@@ -1,10 +1,12 @@
-// Package assets finds, or builds, the kube-apiserver and etcd binaries that the
-// local topology runs.
+// Package assets finds, or builds, the kube-apiserver, etcd and
+// kube-controller-manager binaries that the local topology runs.
 //
 // The lookup order follows controller-runtime's envtest: the KUBEBUILDER_ASSETS
 // environment variable first, then a per-user cache directory, and only then a
 // build from the Go module proxy (the one network this project can rely on).
 // A build writes its result into the cache, so it happens once per machine.
+// envtest's asset directories have no kube-controller-manager: it is then
+// looked up in the cache and built from the same module as kube-apiserver.
 package assets
 
 import (
@@ -35,7 +37,11 @@ const (
 type Binaries struct {
 	APIServer string
 	Etcd      string
-	// Source says where they came from: "env", "cache" or "build".
+	// ControllerManager is kube-controller-manager, of the same version as
+	// APIServer.
+	ControllerManager string
+	// Source says where kube-apiserver and etcd came from: "env", "cache"
+	// or "build".
 	Source string
 }
 
@@ -96,33 +102,46 @@ func (o Options) versionDir() string {
 // could not be built.
 var ErrNotFound = errors.New("control-plane binaries not found")
 
-// Ensure returns usable binaries, building them if needed.
+// Ensure returns usable binaries, building what is missing.
+//
+// kube-apiserver and etcd come from $KUBEBUILDER_ASSETS (an error if it
+// lacks them), else the cache, else a build. kube-controller-manager comes
+// from $MKTK_KUBE_CONTROLLER_MANAGER, $KUBEBUILDER_ASSETS, the cache, else a
+// build into the cache, also when $KUBEBUILDER_ASSETS supplied the others.
 func Ensure(ctx context.Context, opts Options) (Binaries, error) {
 	o, err := opts.withDefaults()
 	if err != nil {
 		return Binaries{}, err
 	}
+	var b Binaries
 	if dir := o.Getenv(EnvAssets); dir != "" {
-		b, err := inDir(dir, "env")
-		if err != nil {
+		if b, err = inDir(dir, "env"); err != nil {
 			return Binaries{}, fmt.Errorf("%w: %s=%q: %v", ErrNotFound, EnvAssets, dir, err)
 		}
-		return b, nil
+	} else if cached, err := inDir(o.versionDir(), "cache"); err == nil {
+		b = cached
 	}
-	if b, err := inDir(o.versionDir(), "cache"); err == nil {
+	if b.ControllerManager, err = findControllerManager(o); err != nil {
+		return Binaries{}, err
+	}
+	if b.APIServer != "" && b.ControllerManager != "" {
 		return b, nil
 	}
 	if o.NoBuild {
-		return Binaries{}, fmt.Errorf("%w in %s and building is disabled; %s", ErrNotFound, o.versionDir(), hint())
+		missing := o.versionDir()
+		if b.APIServer != "" {
+			missing = filepath.Join(o.controllerManagerDir(), controllerManagerName)
+		}
+		return Binaries{}, fmt.Errorf("%w in %s and building is disabled; %s", ErrNotFound, missing, hint())
 	}
-	return build(ctx, o)
+	return build(ctx, o, b)
 }
 
 func hint() string {
 	return fmt.Sprintf("set %s to a directory holding kube-apiserver and etcd "+
-		"(for example the output of `setup-envtest use -p path 1.35.x`), "+
+		"(for example the output of `setup-envtest use -p path 1.35.x`) and %s to a kube-controller-manager, "+
 		"or run `go run github.com/multikueue-testkit/testkit/cmd/mktk assets` on a machine that reaches the Go module proxy",
-		EnvAssets)
+		EnvAssets, EnvControllerManager)
 }
 
 func inDir(dir string, source string) (Binaries, error) {

@@ -11,22 +11,153 @@ import (
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 
-func fakeBinaries(t *testing.T, dir string) {
+func fakeBinaries(t *testing.T, dir string, names ...string) {
 	t.Helper()
-	for _, n := range []string{"kube-apiserver", "etcd"} {
+	if len(names) == 0 {
+		names = []string{"kube-apiserver", "etcd"}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names {
 		if err := os.WriteFile(filepath.Join(dir, n), []byte("#!/bin/sh\n"), 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
 }
 
+// cachedControllerManager puts a kube-controller-manager into o's cache.
+func cachedControllerManager(t *testing.T, o Options) string {
+	t.Helper()
+	o, _ = o.withDefaults()
+	fakeBinaries(t, o.controllerManagerDir(), controllerManagerName)
+	return filepath.Join(o.controllerManagerDir(), controllerManagerName)
+}
+
 func TestEnvWins(t *testing.T) {
 	dir := t.TempDir()
-	fakeBinaries(t, dir)
+	fakeBinaries(t, dir, "kube-apiserver", "etcd", "kube-controller-manager")
 	b, err := Ensure(context.Background(), Options{Getenv: env(map[string]string{EnvAssets: dir}), CacheDir: t.TempDir()})
-	if err != nil || b.Source != "env" || b.APIServer != filepath.Join(dir, "kube-apiserver") {
+	if err != nil || b.Source != "env" || b.APIServer != filepath.Join(dir, "kube-apiserver") ||
+		b.ControllerManager != filepath.Join(dir, "kube-controller-manager") {
 		t.Fatalf("got %+v, %v", b, err)
 	}
+}
+
+// envtest's asset directories have no kube-controller-manager: it comes
+// from the cache then.
+func TestEnvWithoutControllerManagerTakesItFromTheCache(t *testing.T) {
+	dir := t.TempDir()
+	fakeBinaries(t, dir)
+	o := Options{Getenv: env(map[string]string{EnvAssets: dir}), CacheDir: t.TempDir()}
+	want := cachedControllerManager(t, o)
+	b, err := Ensure(context.Background(), o)
+	if err != nil || b.Source != "env" || b.APIServer != filepath.Join(dir, "kube-apiserver") || b.ControllerManager != want {
+		t.Fatalf("got %+v, %v", b, err)
+	}
+}
+
+func TestControllerManagerOverride(t *testing.T) {
+	dir := t.TempDir()
+	fakeBinaries(t, dir, "my-kcm")
+	o := Options{Getenv: env(map[string]string{EnvControllerManager: filepath.Join(dir, "my-kcm")}), CacheDir: t.TempDir()}
+	oo, _ := o.withDefaults()
+	fakeBinaries(t, oo.versionDir())
+	b, err := Ensure(context.Background(), o)
+	if err != nil || b.ControllerManager != filepath.Join(dir, "my-kcm") {
+		t.Fatalf("got %+v, %v", b, err)
+	}
+	o.Getenv = env(map[string]string{EnvControllerManager: filepath.Join(dir, "missing")})
+	_, err = Ensure(context.Background(), o)
+	if !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), EnvControllerManager) || !strings.Contains(err.Error(), "missing") {
+		t.Fatalf("want an error naming %s and the path, got %v", EnvControllerManager, err)
+	}
+}
+
+// fakeGo is a go command that "builds" by writing an executable at -o and
+// answers `go mod download -json` with a go.mod that has staging replaces.
+// Every invocation is appended to log.
+func fakeGo(t *testing.T) (goBin, log string) {
+	t.Helper()
+	dir := t.TempDir()
+	log = filepath.Join(dir, "calls.log")
+	gomod := filepath.Join(dir, "upstream.go.mod")
+	if err := os.WriteFile(gomod, []byte("module k8s.io/kubernetes\n\nreplace k8s.io/api => ./staging/src/k8s.io/api\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	script := `#!/bin/sh
+echo "$@" >> ` + log + `
+case "$1 $2" in
+"mod download") echo '{"GoMod": "` + gomod + `"}' ;;
+"mod tidy") : ;;
+build*)
+  out=""; prev=""
+  for a in "$@"; do if [ "$prev" = "-o" ]; then out="$a"; fi; prev="$a"; done
+  printf '#!/bin/sh\n' > "$out"; chmod +x "$out" ;;
+esac
+`
+	goBin = filepath.Join(dir, "go")
+	if err := os.WriteFile(goBin, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return goBin, log
+}
+
+// With kube-apiserver and etcd from $KUBEBUILDER_ASSETS, only
+// kube-controller-manager is built, into the cache, with progress.
+func TestControllerManagerIsBuiltEvenWithKubebuilderAssets(t *testing.T) {
+	dir := t.TempDir()
+	fakeBinaries(t, dir)
+	goBin, calls := fakeGo(t)
+	var progress strings.Builder
+	o := Options{Getenv: env(map[string]string{EnvAssets: dir}), CacheDir: t.TempDir(), GoBinary: goBin, Progress: &progress}
+	b, err := Ensure(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oo, _ := o.withDefaults()
+	if b.Source != "env" || b.ControllerManager != filepath.Join(oo.controllerManagerDir(), controllerManagerName) {
+		t.Fatalf("got %+v", b)
+	}
+	log, _ := os.ReadFile(calls)
+	if strings.Contains(string(log), APIServerPackage) || strings.Contains(string(log), "etcd") {
+		t.Errorf("kube-apiserver or etcd was built although $KUBEBUILDER_ASSETS has them:\n%s", log)
+	}
+	if !strings.Contains(string(log), "build -trimpath -ldflags") || !strings.Contains(string(log), ControllerManagerPackage) {
+		t.Errorf("kube-controller-manager not built with the version ldflags:\n%s", log)
+	}
+	if !strings.Contains(progress.String(), "building kube-controller-manager "+DefaultKubernetesVersion) {
+		t.Errorf("no progress line for the build:\n%s", progress.String())
+	}
+	t.Log(progress.String())
+	// The second time, the cache answers.
+	progress.Reset()
+	if b2, err := Ensure(context.Background(), o); err != nil || b2.ControllerManager != b.ControllerManager || progress.Len() != 0 {
+		t.Errorf("second Ensure: %+v, %v, progress %q", b2, err, progress.String())
+	}
+}
+
+func TestColdBuildMakesAllThree(t *testing.T) {
+	goBin, calls := fakeGo(t)
+	o := Options{Getenv: env(nil), CacheDir: t.TempDir(), GoBinary: goBin}
+	b, err := Ensure(context.Background(), o)
+	if err != nil || b.Source != "build" || b.APIServer == "" || b.Etcd == "" || b.ControllerManager == "" {
+		t.Fatalf("got %+v, %v", b, err)
+	}
+	log, _ := os.ReadFile(calls)
+	if n := strings.Count(string(log), "mod download"); n != 1 {
+		t.Errorf("k8s.io/kubernetes resolved %d times, want once (one module for both binaries):\n%s", n, log)
+	}
+}
+
+func TestNoBuildNamesTheMissingControllerManager(t *testing.T) {
+	dir := t.TempDir()
+	fakeBinaries(t, dir)
+	_, err := Ensure(context.Background(), Options{Getenv: env(map[string]string{EnvAssets: dir}), CacheDir: t.TempDir(), NoBuild: true})
+	if !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "kube-controller-manager") || !strings.Contains(err.Error(), EnvControllerManager) {
+		t.Fatalf("want an error naming kube-controller-manager and %s, got %v", EnvControllerManager, err)
+	}
+	t.Log(err)
 }
 
 func TestEnvPointingAtEmptyDirIsAnError(t *testing.T) {
@@ -45,8 +176,9 @@ func TestCacheIsUsed(t *testing.T) {
 		t.Fatal(err)
 	}
 	fakeBinaries(t, o.versionDir())
+	cachedControllerManager(t, o)
 	b, err := Ensure(context.Background(), o)
-	if err != nil || b.Source != "cache" {
+	if err != nil || b.Source != "cache" || b.ControllerManager == "" {
 		t.Fatalf("got %+v, %v", b, err)
 	}
 }

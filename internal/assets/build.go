@@ -14,18 +14,31 @@ import (
 	"time"
 )
 
-// build compiles kube-apiserver and etcd from the Go module proxy into the
-// cache directory. Each binary is built in a throwaway module of its own so
-// that their dependency graphs never meet.
-func build(ctx context.Context, o Options) (Binaries, error) {
-	dest := o.versionDir()
+// build compiles what have lacks into the cache directory, under the cache
+// lock: kube-apiserver and etcd (unless have.APIServer is set) and
+// kube-controller-manager (unless have.ControllerManager is set). The
+// Kubernetes binaries share one throwaway module; etcd has its own, so that
+// their dependency graphs never meet.
+func build(ctx context.Context, o Options, have Binaries) (Binaries, error) {
 	unlock, err := lockDir(o.CacheDir)
 	if err != nil {
 		return Binaries{}, fmt.Errorf("assets: lock %s: %w", o.CacheDir, err)
 	}
 	defer unlock()
 	// Another process may have finished the build while we waited.
-	if b, err := inDir(dest, "cache"); err == nil {
+	b := have
+	if b.APIServer == "" {
+		if cached, err := inDir(o.versionDir(), "cache"); err == nil {
+			b = cached
+			b.ControllerManager = have.ControllerManager
+		}
+	}
+	if b.ControllerManager == "" {
+		if b.ControllerManager, err = findControllerManager(o); err != nil {
+			return Binaries{}, err
+		}
+	}
+	if b.APIServer != "" && b.ControllerManager != "" {
 		return b, nil
 	}
 	if _, err := exec.LookPath(o.GoBinary); err != nil {
@@ -36,6 +49,33 @@ func build(ctx context.Context, o Options) (Binaries, error) {
 		return Binaries{}, err
 	}
 	defer os.RemoveAll(work)
+	kubeMod := filepath.Join(work, "kubernetes")
+	if err := prepareKubeModule(ctx, o, kubeMod); err != nil {
+		return Binaries{}, fmt.Errorf("%w: preparing the k8s.io/kubernetes %s module failed: %v; %s", ErrNotFound, o.KubernetesVersion, err, hint())
+	}
+	if b.APIServer == "" {
+		built, err := buildControlPlane(ctx, o, kubeMod, filepath.Join(work, "etcd"))
+		if err != nil {
+			return Binaries{}, err
+		}
+		built.ControllerManager = b.ControllerManager
+		b = built
+	}
+	if b.ControllerManager == "" {
+		fmt.Fprintf(o.Progress, "multikueue-testkit: building kube-controller-manager %s from Go modules into %s\n", o.KubernetesVersion, o.controllerManagerDir())
+		fmt.Fprintf(o.Progress, "multikueue-testkit: %s; later runs reuse the cache (set %s to skip this)\n", controllerManagerBuildCost, EnvControllerManager)
+		if b.ControllerManager, err = buildControllerManager(ctx, o, kubeMod); err != nil {
+			return Binaries{}, fmt.Errorf("%w: building kube-controller-manager %s failed: %v; %s", ErrNotFound, o.KubernetesVersion, err, hint())
+		}
+		fmt.Fprintf(o.Progress, "multikueue-testkit: kube-controller-manager ready in %s\n", o.controllerManagerDir())
+	}
+	return b, nil
+}
+
+// buildControlPlane builds kube-apiserver (in the prepared module kubeMod)
+// and etcd (in a module of its own at etcdMod) into the cache.
+func buildControlPlane(ctx context.Context, o Options, kubeMod, etcdMod string) (Binaries, error) {
+	dest := o.versionDir()
 	staging := filepath.Join(dest + ".partial")
 	if err := os.MkdirAll(staging, 0o755); err != nil {
 		return Binaries{}, err
@@ -45,10 +85,10 @@ func build(ctx context.Context, o Options) (Binaries, error) {
 	fmt.Fprintf(o.Progress, "multikueue-testkit: building kube-apiserver %s and etcd %s from Go modules into %s\n", o.KubernetesVersion, o.EtcdVersion, dest)
 	fmt.Fprintf(o.Progress, "multikueue-testkit: a cold build takes 10-15 minutes on 2 cores; later runs reuse the cache (set %s to skip this)\n", EnvAssets)
 
-	if err := buildAPIServer(ctx, o, filepath.Join(work, "apiserver"), filepath.Join(staging, "kube-apiserver")); err != nil {
+	if err := buildAPIServer(ctx, o, kubeMod, filepath.Join(staging, "kube-apiserver")); err != nil {
 		return Binaries{}, fmt.Errorf("%w: building kube-apiserver %s failed: %v; %s", ErrNotFound, o.KubernetesVersion, err, hint())
 	}
-	if err := buildEtcd(ctx, o, filepath.Join(work, "etcd"), filepath.Join(staging, "etcd")); err != nil {
+	if err := buildEtcd(ctx, o, etcdMod, filepath.Join(staging, "etcd")); err != nil {
 		return Binaries{}, fmt.Errorf("%w: building etcd %s failed: %v; %s", ErrNotFound, o.EtcdVersion, err, hint())
 	}
 	if err := os.RemoveAll(dest); err != nil {
@@ -117,7 +157,10 @@ func VersionLDFlags(kubeVersion string) (string, error) {
 	}, " "), nil
 }
 
-func buildAPIServer(ctx context.Context, o Options, dir, out string) error {
+// prepareKubeModule writes and tidies, in dir, the throwaway module that
+// builds kube-apiserver and kube-controller-manager: k8s.io/kubernetes at the
+// version, every staging module replaced by its published v0.MINOR.PATCH.
+func prepareKubeModule(ctx context.Context, o Options, dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -141,19 +184,25 @@ func buildAPIServer(ctx context.Context, o Options, dir, out string) error {
 	if err != nil {
 		return err
 	}
-	if err := writeModule(dir, gomod, "k8s.io/kubernetes/cmd/kube-apiserver"); err != nil {
+	if err := writeModule(dir, gomod, APIServerPackage, ControllerManagerPackage); err != nil {
 		return err
 	}
-	step(o, "go mod tidy for kube-apiserver")
-	if _, err := goCmd(ctx, o, dir, "mod", "tidy"); err != nil {
-		return err
-	}
+	step(o, "go mod tidy for kube-apiserver and kube-controller-manager")
+	_, err = goCmd(ctx, o, dir, "mod", "tidy")
+	return err
+}
+
+// APIServerPackage is the kube-apiserver main package.
+const APIServerPackage = "k8s.io/kubernetes/cmd/kube-apiserver"
+
+// buildAPIServer builds kube-apiserver in the prepared module dir.
+func buildAPIServer(ctx context.Context, o Options, dir, out string) error {
 	ld, err := VersionLDFlags(o.KubernetesVersion)
 	if err != nil {
 		return err
 	}
-	step(o, "go build k8s.io/kubernetes/cmd/kube-apiserver (the slow part)")
-	_, err = goCmd(ctx, o, dir, "build", "-trimpath", "-ldflags", ld, "-o", out, "k8s.io/kubernetes/cmd/kube-apiserver")
+	step(o, "go build %s (the slow part)", APIServerPackage)
+	_, err = goCmd(ctx, o, dir, "build", "-trimpath", "-ldflags", ld, "-o", out, APIServerPackage)
 	return err
 }
 
@@ -174,12 +223,19 @@ func buildEtcd(ctx context.Context, o Options, dir, out string) error {
 	return err
 }
 
-func writeModule(dir, gomod, mainPkg string) error {
+// writeModule writes go.mod and a tools.go importing the main packages, so
+// that `go mod tidy` keeps what they need.
+func writeModule(dir, gomod string, mainPkgs ...string) error {
 	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte(gomod), 0o644); err != nil {
 		return err
 	}
-	tools := fmt.Sprintf("//go:build tools\n\npackage tools\n\nimport _ %q\n", mainPkg)
-	return os.WriteFile(filepath.Join(dir, "tools.go"), []byte(tools), 0o644)
+	var sb strings.Builder
+	sb.WriteString("//go:build tools\n\npackage tools\n\nimport (\n")
+	for _, p := range mainPkgs {
+		fmt.Fprintf(&sb, "\t_ %q\n", p)
+	}
+	sb.WriteString(")\n")
+	return os.WriteFile(filepath.Join(dir, "tools.go"), []byte(sb.String()), 0o644)
 }
 
 func step(o Options, format string, args ...any) {
