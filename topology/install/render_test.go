@@ -314,3 +314,19 @@ func show(v any) string {
 	}
 	return string(b)
 }
+
+// BenchmarkRenderKueue measures an offline render of the Kueue chart
+// (locating and loading the chart included).
+func BenchmarkRenderKueue(b *testing.B) {
+	spec, err := topology.Options{Workers: 1}.Resolve()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		r, err := install.RenderKueue(context.Background(), install.KueueOptions{Spec: spec})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(len(r.Objects)), "objects")
+	}
+}
