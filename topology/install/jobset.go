@@ -107,7 +107,8 @@ func RenderJobSet(ctx context.Context, opts JobSetOptions) (*JobSetRender, error
 // of the pinned JobSet module, or upgrades the release when it exists, then
 // waits until its Deployment is Available and its webhook Service has a
 // ready endpoint. Helm installs the CRD from the chart's crds/ directory on
-// the first install only, and neither upgrades nor deletes it.
+// the first install only, and neither upgrades nor deletes it. Once Helm has
+// run, the Release comes back also with an error.
 func JobSet(ctx context.Context, cluster *topology.Cluster, opts JobSetOptions) (*Release, error) {
 	if err := checkCluster(cluster); err != nil {
 		return nil, err

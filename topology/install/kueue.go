@@ -206,7 +206,8 @@ func RenderKueue(ctx context.Context, opts KueueOptions) (*KueueRender, error) {
 // Not awaited: the CA bundle injection into the webhook configurations,
 // which Kueue's certificate manager does a moment later; make the first
 // writes with RetryWebhook or CreateThroughWebhooks. Errors name the cluster
-// and the object awaited.
+// and the object awaited; once Helm has run, the Release comes back with the
+// error, so that the caller can uninstall it.
 func Kueue(ctx context.Context, cluster *topology.Cluster, opts KueueOptions) (*Release, error) {
 	if err := checkCluster(cluster); err != nil {
 		return nil, err

@@ -177,6 +177,32 @@ func TestChartsOnAPIServer(t *testing.T) {
 		}
 	})
 
+	t.Run("kueue applies the ClusterProfile CRD, then refuses foreign objects", func(t *testing.T) {
+		// The worker's Kueue objects (CRDs...) were made by the local
+		// provider, not by Helm: without TakeOwnership, Helm refuses them
+		// before creating anything. The ClusterProfile CRD the needs ask for
+		// comes first.
+		needs := topology.KueueNeeds{ClusterProfileCRD: true, FeatureGates: map[string]bool{"MultiKueueClusterProfile": true}}
+		rel, err := install.Kueue(ctx, worker, install.KueueOptions{Spec: topo.Spec, Needs: needs, Timeout: 30 * time.Second, Progress: tWriter{t}})
+		if err == nil || rel != nil || !strings.Contains(err.Error(), "set TakeOwnership") || !strings.Contains(err.Error(), "exists and cannot be imported") || !strings.Contains(err.Error(), fmt.Sprintf("cluster %q", worker.Name)) {
+			t.Fatalf("Kueue over the local provider's CRDs: %v, %v; want a refusal naming the cluster, the foreign object and TakeOwnership", rel, err)
+		}
+		t.Logf("refused as expected: %.300s...", err)
+		crd := &unstructured.Unstructured{}
+		crd.SetAPIVersion("apiextensions.k8s.io/v1")
+		crd.SetKind("CustomResourceDefinition")
+		if err := worker.Client.Get(ctx, client.ObjectKey{Name: "clusterprofiles.multicluster.x-k8s.io"}, crd); err != nil {
+			t.Errorf("ClusterProfile CRD not applied: %v", err)
+		}
+		var secrets corev1.SecretList
+		if err := worker.Client.List(ctx, &secrets, client.InNamespace(topo.Spec.Kueue.Namespace), client.MatchingLabels{"owner": "helm"}); err != nil {
+			t.Fatal(err)
+		}
+		if len(secrets.Items) != 0 {
+			t.Errorf("a refused install left %d Helm release Secrets", len(secrets.Items))
+		}
+	})
+
 	t.Run("errors name the cluster", func(t *testing.T) {
 		_, err := install.Kueue(ctx, nil, install.KueueOptions{Spec: topo.Spec})
 		if err == nil || !strings.Contains(err.Error(), "cluster is nil") {
