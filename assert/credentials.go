@@ -284,6 +284,10 @@ func (c *Checker) clusterProfileConfig(ctx context.Context, cc *CredentialCheck,
 	// topology adds KUBECONFIG to the plugin's env), else as the connector
 	// asks for them.
 	cps := c.Topo.Facts.CredentialsProviders
+	if len(cps) == 0 && c.Topo.Spec.Connector == nil {
+		cc.NotChecked = fmt.Sprintf("cluster %q: MultiKueueCluster %s: %s: Kueue's credentials providers are not known (not read from the cluster, no connector)", mgr.Name, cc.Worker, cc.Source)
+		return nil, nil
+	}
 	if len(cps) == 0 {
 		needs, err := c.Topo.Spec.Connector.KueueNeeds(ctx)
 		if err != nil {

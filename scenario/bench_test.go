@@ -169,3 +169,57 @@ func waitFinishedByListing(ctx context.Context, topo *topology.Topology, n int, 
 		return nil
 	})
 }
+
+// BenchmarkAuditOverhead measures, in one run, what the local API servers'
+// audit logs (attribution: who made each change) cost: the start-up of
+// 1 manager + 3 workers until Active, and the 20-Job dispatch
+// (scenario.DispatchJobs) on it, with audit on and off (local.Options
+// DisableAudit), the order alternating between iterations. It reports each
+// time and the on/off ratios.
+//
+//	go test ./scenario -run '^$' -bench AuditOverhead -benchtime 3x
+func BenchmarkAuditOverhead(b *testing.B) {
+	ctx := context.Background()
+	var startOn, startOff, dispOn, dispOff time.Duration
+	for i := 0; i < b.N; i++ {
+		order := []bool{false, true}
+		if i%2 == 1 {
+			order = []bool{true, false}
+		}
+		for _, audit := range order {
+			start := time.Now()
+			topo, err := local.New(ctx, topology.Options{Workers: 3}, local.Options{DisableAudit: !audit})
+			if err != nil {
+				b.Fatal(err)
+			}
+			started := time.Since(start)
+			env, err := scenario.Observe(ctx, topo)
+			if err != nil {
+				b.Fatal(err)
+			}
+			start = time.Now()
+			_, err = scenario.DispatchJobs(ctx, env, scenario.DispatchOptions{Jobs: 20, NamePrefix: fmt.Sprintf("audit-%t", audit)})
+			dispatched := time.Since(start)
+			env.Close()
+			if cerr := topo.Close(ctx); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+			if audit {
+				startOn, dispOn = startOn+started, dispOn+dispatched
+			} else {
+				startOff, dispOff = startOff+started, dispOff+dispatched
+			}
+		}
+	}
+	n := float64(b.N)
+	b.ReportMetric(startOff.Seconds()/n, "start-off-s")
+	b.ReportMetric(startOn.Seconds()/n, "start-on-s")
+	b.ReportMetric(startOn.Seconds()/startOff.Seconds(), "start-on/off")
+	b.ReportMetric(dispOff.Seconds()/n, "dispatch-off-s")
+	b.ReportMetric(dispOn.Seconds()/n, "dispatch-on-s")
+	b.ReportMetric(dispOn.Seconds()/dispOff.Seconds(), "dispatch-on/off")
+	b.ReportMetric(0, "ns/op")
+}
