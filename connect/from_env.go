@@ -22,16 +22,25 @@ const (
 )
 
 // FromEnv returns the default connector named by $MKTK_CONNECTOR, read with
-// getenv: unset, "kubeconfig" or "kubeconfig-secret" give
-// KubeconfigSecret{Guard: true}; "clusterprofile" or "cluster-profile" give
-// ClusterProfile{Guard: true}. Anything else is an error naming the variable.
+// getenv, with the guard on (see ByName): unset, "kubeconfig" or
+// "kubeconfig-secret" give KubeconfigSecret{Guard: true}; "clusterprofile" or
+// "cluster-profile" give ClusterProfile{Guard: true}. Anything else is an
+// error naming the variable.
 func FromEnv(getenv func(string) string) (topology.Connector, error) {
-	switch v := getenv(EnvConnector); v {
+	return ByName(getenv(EnvConnector), true)
+}
+
+// ByName returns the connector with the given name ("" means the kubeconfig
+// Secret), with or without the guard. Providers of clusters the user owns
+// (topology/existing) default to no guard: it installs a
+// ValidatingAdmissionPolicy on every worker.
+func ByName(name string, guard bool) (topology.Connector, error) {
+	switch name {
 	case "", ConnectorKubeconfig, KubeconfigSecret{}.Name():
-		return KubeconfigSecret{Guard: true}, nil
+		return KubeconfigSecret{Guard: guard}, nil
 	case ConnectorClusterProfile, ClusterProfile{}.Name():
-		return ClusterProfile{Guard: true}, nil
+		return ClusterProfile{Guard: guard}, nil
 	default:
-		return nil, fmt.Errorf("%s=%q: not a connector; use %q or %q", EnvConnector, v, ConnectorKubeconfig, ConnectorClusterProfile)
+		return nil, fmt.Errorf("%s=%q: not a connector; use %q or %q", EnvConnector, name, ConnectorKubeconfig, ConnectorClusterProfile)
 	}
 }

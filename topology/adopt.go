@@ -57,7 +57,7 @@ func Adopt(ctx context.Context, provider Provider, opts Options, aopts AdoptOpti
 }
 
 func (t *Topology) adopt(ctx context.Context, given Options, aopts AdoptOptions) error {
-	if err := t.learnFacts(ctx, given); err != nil {
+	if _, err := t.learnFacts(ctx, given); err != nil {
 		return err
 	}
 	mgr, ns := t.Manager, t.Spec.Kueue.Namespace

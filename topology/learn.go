@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
+
+	configapi "sigs.k8s.io/kueue/apis/config/v1beta2"
 )
 
 // gateDefault is Kueue v0.17.0's default of the gates the assertions read,
@@ -23,20 +26,19 @@ func gateDefault(gate string) (on, known bool) {
 // before defaults) that the cluster contradicts is an error naming both.
 // When the cluster does not show its configuration (NotReadable), the Spec
 // keeps the given values and Kueue's defaults, and Facts.Source says so.
-func (t *Topology) learnFacts(ctx context.Context, given Options) error {
-	ns := t.Spec.Kueue.Namespace
-	f, err := ReadKueueFacts(ctx, t.Manager, ns)
+func (t *Topology) learnFacts(ctx context.Context, given Options) (read bool, err error) {
+	f, err := ReadKueueFacts(ctx, t.Manager, t.Spec.Kueue.Namespace)
 	var nr *NotReadable
 	switch {
 	case errors.As(err, &nr):
 		t.Facts = t.Spec.factsFromSpec("not read from the cluster (" + nr.Reason + "); Options and Kueue's defaults used")
 		fmt.Fprintf(t.Spec.Progress, "topology: %s\n", t.Facts.Source)
-		return nil
+		return false, nil
 	case err != nil:
-		return fmt.Errorf("topology: %w", err)
+		return false, fmt.Errorf("topology: %w", err)
 	}
 	if err := checkGiven(given.Kueue, f, t.Manager.Name); err != nil {
-		return err
+		return false, err
 	}
 	k := &t.Spec.Kueue
 	k.Namespace, k.Origin, k.Dispatcher = f.Namespace, f.Origin, f.Dispatcher
@@ -47,7 +49,7 @@ func (t *Topology) learnFacts(ctx context.Context, given Options) error {
 	t.Facts = f
 	fmt.Fprintf(t.Spec.Progress, "topology: Kueue's configuration read from cluster %q: %s (gcInterval %s, origin %s, dispatcher %s)\n",
 		t.Manager.Name, f.Source, f.GCInterval, f.Origin, f.Dispatcher)
-	return nil
+	return true, nil
 }
 
 func ptrTo[T any](v T) *T { return &v }
@@ -105,4 +107,36 @@ func (s Spec) factsFromSpec(source string) KueueFacts {
 		Integrations: slices.Clone(s.Kueue.Integrations), FeatureGates: maps.Clone(s.Kueue.FeatureGates),
 		Source: source,
 	}
+}
+
+// checkNeeds reports what a connector needs from the manager's Kueue that
+// the Kueue read from the cluster does not have: a feature gate, a
+// credentials provider. Nothing is checked when the configuration was not
+// readable.
+func (t *Topology) checkNeeds(needs KueueNeeds, read bool) error {
+	if !read {
+		return nil
+	}
+	f := t.Facts
+	var missing []string
+	for _, gate := range slices.Sorted(maps.Keys(needs.FeatureGates)) {
+		want := needs.FeatureGates[gate]
+		got, set := f.FeatureGates[gate]
+		if !set {
+			got, set = gateDefault(gate)
+		}
+		if !set || got != want {
+			missing = append(missing, fmt.Sprintf("feature gate %s=%t", gate, want))
+		}
+	}
+	for _, p := range needs.CredentialsProviders {
+		if !slices.ContainsFunc(f.CredentialsProviders, func(q configapi.ClusterProfileCredentialsProvider) bool { return q.Name == p.Name }) {
+			missing = append(missing, fmt.Sprintf("multiKueue.clusterProfile.credentialsProviders %q", p.Name))
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	return fmt.Errorf("topology: connector %s needs from the manager's Kueue %s, which cluster %q does not run (%s); install Kueue with them (topology/install applies a connector's needs)",
+		t.Spec.Connector.Name(), strings.Join(missing, ", "), t.Manager.Name, f.Source)
 }

@@ -130,7 +130,14 @@ func New(ctx context.Context, provider Provider, opts Options) (*Topology, error
 		return nil, errors.Join(fmt.Errorf("topology: provider %s: %w", provider.Name(), err), t.Close(context.WithoutCancel(ctx)))
 	}
 	t.Manager, t.Workers = mgr, workers
-	if err := t.learnFacts(ctx, opts); err != nil {
+	read, err := t.learnFacts(ctx, opts)
+	if err == nil {
+		var needs KueueNeeds
+		if needs, err = spec.Connector.KueueNeeds(ctx); err == nil {
+			err = t.checkNeeds(needs, read)
+		}
+	}
+	if err != nil {
 		return nil, errors.Join(err, t.Close(context.WithoutCancel(ctx)))
 	}
 	if err := t.recording(func() error { return t.setupMultiKueue(ctx) }); err != nil {

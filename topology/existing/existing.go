@@ -24,6 +24,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -120,9 +121,11 @@ type Options struct {
 
 // New attaches the clusters. topology.Options' ManagerName and WorkerNames
 // come from the clusters' names here (a conflicting value is an error); in
-// wire mode Quotas, Queues and Connector (default connect.KubeconfigSecret)
-// say what to create; Kueue values, in either mode, are checked against what
-// the manager runs. Close the topology when done.
+// wire mode Quotas, Queues and Connector say what to create (the connector
+// defaults to the one $MKTK_CONNECTOR names, without the guard, and what it
+// needs from Kueue is checked against what the manager runs); Kueue values,
+// in either mode, are checked against what the manager runs. Close the
+// topology when done.
 func New(ctx context.Context, o Options, opts topology.Options) (*topology.Topology, error) {
 	if err := o.validate(&opts); err != nil {
 		return nil, err
@@ -133,7 +136,11 @@ func New(ctx context.Context, o Options, opts topology.Options) (*topology.Topol
 		return topology.Adopt(ctx, p, opts, topology.AdoptOptions{AdmissionCheck: o.AdmissionCheck})
 	default:
 		if opts.Connector == nil {
-			opts.Connector = connect.KubeconfigSecret{}
+			c, err := connect.ByName(os.Getenv(connect.EnvConnector), false)
+			if err != nil {
+				return nil, fmt.Errorf("existing: %w", err)
+			}
+			opts.Connector = c
 		}
 		return topology.New(ctx, p, opts)
 	}

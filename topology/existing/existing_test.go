@@ -72,7 +72,13 @@ func judgeDispatch(t *testing.T, ctx context.Context, env *scenario.Env, prefix 
 // every assertion pass, and Close removes exactly what was created.
 func TestWireAttachesClustersByKubeconfig(t *testing.T) {
 	ctx := context.Background()
-	spec, err := topology.Options{Workers: 2, Connector: connect.KubeconfigSecret{}}.Resolve()
+	// The clusters' Kueue gets what the connector of this run needs
+	// ($MKTK_CONNECTOR), as an installation for that connector would.
+	conn, err := connect.FromEnv(os.Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := topology.Options{Workers: 2, Connector: conn}.Resolve()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,3 +231,34 @@ func TestAdoptRejectsAContradictedOverride(t *testing.T) {
 }
 
 func nilConfigMap() *corev1.ConfigMap { return &corev1.ConfigMap{} }
+
+// Wiring with a connector whose needs the manager's Kueue does not have (the
+// ClusterProfile gate and credentials provider) is an error saying what is
+// missing, before anything is created.
+func TestWireChecksTheConnectorsNeeds(t *testing.T) {
+	ctx := context.Background()
+	spec, err := topology.Options{Workers: 1, Connector: connect.KubeconfigSecret{}}.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := local.NewProvider(local.Options{})
+	t.Cleanup(func() {
+		if err := p.Close(context.Background()); err != nil {
+			t.Error(err)
+		}
+	})
+	mgr, workers, err := p.Provision(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := existing.Options{Mode: existing.Wire, Manager: kubeconfigFile(t, "manager", mgr), Workers: []existing.Cluster{kubeconfigFile(t, workers[0].Name, workers[0])}}
+	_, err = existing.New(ctx, o, topology.Options{Connector: connect.ClusterProfile{}})
+	if err == nil || !strings.Contains(err.Error(), "connector cluster-profile needs from the manager's Kueue feature gate MultiKueueClusterProfile=true") ||
+		!strings.Contains(err.Error(), `credentialsProviders "secretreader"`) {
+		t.Fatalf("err = %v; want the missing gate and credentials provider named", err)
+	}
+	var mkcs kueue.MultiKueueClusterList
+	if err := mgr.Client.List(ctx, &mkcs); err != nil || len(mkcs.Items) != 0 {
+		t.Errorf("MultiKueueClusters after the refusal: %d (err %v); want none created", len(mkcs.Items), err)
+	}
+}
