@@ -706,7 +706,15 @@ func TestSetupActiveReportsABrokenConnection(t *testing.T) {
 		t.Fatal(err)
 	}
 	orig := mkc.Spec.ClusterSource.DeepCopy()
-	mkc.Spec.ClusterSource.KubeConfig.Location = "no-such-secret"
+	// Point the credentials at nothing, whichever connector made them
+	// ($MKTK_CONNECTOR): a missing Secret or a missing ClusterProfile.
+	reason, credKind := "BadKubeConfig", "Secret"
+	if src := &mkc.Spec.ClusterSource; src.KubeConfig != nil {
+		src.KubeConfig.Location = "no-such-secret"
+	} else {
+		src.ClusterProfileRef.Name = "no-such-profile"
+		reason, credKind = "BadClusterProfile", "ClusterProfile"
+	}
 	if err := mgr.Client.Update(ctx, mkc); err != nil {
 		t.Fatal(err)
 	}
@@ -723,21 +731,21 @@ func TestSetupActiveReportsABrokenConnection(t *testing.T) {
 		}
 	}()
 	c := checker(10 * time.Second)
-	if err := c.ClusterInactive(ctx, name, "BadKubeConfig"); err != nil {
+	if err := c.ClusterInactive(ctx, name, reason); err != nil {
 		t.Errorf("ClusterInactive: %v", err)
 	}
-	mustFail(t, c.ClusterActive(ctx, name), "ClusterActive failed", "MultiKueueCluster "+name, `cluster "manager"`, "Inactive", "BadKubeConfig")
+	mustFail(t, c.ClusterActive(ctx, name), "ClusterActive failed", "MultiKueueCluster "+name, `cluster "manager"`, "Inactive", reason)
 	artifacts := t.TempDir()
 	t.Setenv(assert.EnvArtifacts, artifacts)
 	err := c.SetupActive(ctx)
-	mustFail(t, err, "SetupActive failed", `cluster "manager" MultiKueueCluster `+name, "Active=False", "reason=BadKubeConfig", "artifacts: "+artifacts)
-	checkArtifacts(t, artifacts)
+	mustFail(t, err, "SetupActive failed", `cluster "manager" MultiKueueCluster `+name, "Active=False", "reason="+reason, "artifacts: "+artifacts)
+	checkArtifacts(t, artifacts, credKind)
 }
 
 // checkArtifacts checks that a failure wrote its report and one dump per
 // cluster, and that no credential reached them: the manager's dump holds the
-// kubeconfig Secrets, redacted.
-func checkArtifacts(t *testing.T, root string) {
+// credentials objects the MultiKueueClusters name (kind credKind), redacted.
+func checkArtifacts(t *testing.T, root, credKind string) {
 	t.Helper()
 	files := map[string]string{}
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
@@ -759,8 +767,8 @@ func checkArtifacts(t *testing.T, root string) {
 	if !strings.Contains(files["report.txt"], "SetupActive failed") {
 		t.Errorf("report.txt: %q", files["report.txt"])
 	}
-	if !strings.Contains(files["manager.yaml"], "kind: Secret") || !strings.Contains(files["manager.yaml"], "kind: MultiKueueCluster") {
-		t.Errorf("manager dump lacks the Secret or the MultiKueueCluster:\n%s", files["manager.yaml"])
+	if !strings.Contains(files["manager.yaml"], "kind: "+credKind) || !strings.Contains(files["manager.yaml"], "kind: MultiKueueCluster") {
+		t.Errorf("manager dump lacks the %s or the MultiKueueCluster:\n%s", credKind, files["manager.yaml"])
 	}
 	for name, body := range files {
 		for _, secret := range []string{"eyJ", "BEGIN", "client-key-data: L", "token: e"} {
