@@ -82,7 +82,7 @@ type Options struct {
 }
 
 // runtimes are the names Options.Runtime accepts.
-var runtimes = []string{RuntimeDocker, RuntimePodman, RuntimeNerdctl}
+func runtimes() []string { return []string{RuntimeDocker, RuntimePodman, RuntimeNerdctl} }
 
 // withDefaults validates o and applies the defaults. The error names the
 // first field that is wrong.
@@ -96,7 +96,7 @@ func (o Options) withDefaults() (Options, error) {
 	if strings.TrimSpace(o.NodeImage) != o.NodeImage || strings.ContainsAny(o.NodeImage, " \t\n") {
 		return o, fmt.Errorf("kind: Options.NodeImage: %q contains white space", o.NodeImage)
 	}
-	if o.Runtime != "" && !slices.Contains(runtimes, o.Runtime) {
+	if o.Runtime != "" && !slices.Contains(runtimes(), o.Runtime) {
 		return o, fmt.Errorf("kind: Options.Runtime: %q; use %q, %q or %q (or leave it empty to detect)", o.Runtime, RuntimeDocker, RuntimePodman, RuntimeNerdctl)
 	}
 	if o.Parallel < 0 {

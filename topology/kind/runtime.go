@@ -54,7 +54,7 @@ func Detect(ctx context.Context, name string) (Runtime, error) {
 			return Runtime{}, fmt.Errorf("kind: no container runtime: kind's provider detection ran `docker -v`, `nerdctl -v` and `podman -v` on PATH and none answered as expected: %v", err)
 		}
 		// kind does not say which one it found: ask the CLIs in its order.
-		for _, n := range runtimes {
+		for _, n := range runtimes() {
 			if r, err := probeCLI(ctx, n); err == nil {
 				rt = r
 				break
@@ -93,10 +93,14 @@ func Detect(ctx context.Context, name string) (Runtime, error) {
 }
 
 // versionPrefix is how each CLI's `-v` line starts, as kind checks it.
-var versionPrefix = map[string]string{
-	RuntimeDocker:  "Docker version",
-	RuntimePodman:  "podman version",
-	RuntimeNerdctl: "nerdctl version",
+func versionPrefix(name string) string {
+	switch name {
+	case RuntimePodman:
+		return "podman version"
+	case RuntimeNerdctl:
+		return "nerdctl version"
+	}
+	return "Docker version"
 }
 
 // probeCLI finds name on PATH and checks its `-v` line as kind does.
@@ -112,8 +116,8 @@ func probeCLI(ctx context.Context, name string) (Runtime, error) {
 		return Runtime{}, fmt.Errorf("`%s -v`: %v", path, err)
 	}
 	line := strings.TrimSpace(string(out))
-	if !strings.HasPrefix(line, versionPrefix[name]) {
-		return Runtime{}, fmt.Errorf("`%s -v` printed %q, not %q...", path, firstLine(line), versionPrefix[name])
+	if !strings.HasPrefix(line, versionPrefix(name)) {
+		return Runtime{}, fmt.Errorf("`%s -v` printed %q, not %q...", path, firstLine(line), versionPrefix(name))
 	}
 	return Runtime{Name: name, CLI: path, Version: firstLine(line)}, nil
 }

@@ -44,10 +44,12 @@ const (
 )
 
 // crdFiles are the CRDs topology/capz uses.
-var crdFiles = []string{
-	"cluster.x-k8s.io_clusters.yaml",
-	"cluster.x-k8s.io_machinepools.yaml",
-	"cluster.x-k8s.io_clusterclasses.yaml",
+func crdFiles() []string {
+	return []string{
+		"cluster.x-k8s.io_clusters.yaml",
+		"cluster.x-k8s.io_machinepools.yaml",
+		"cluster.x-k8s.io_clusterclasses.yaml",
+	}
 }
 
 // CRDs reads CAPI's Cluster, MachinePool and ClusterClass CRDs. The bases
@@ -59,7 +61,7 @@ func CRDs(ctx context.Context) ([]*apiextensionsv1.CustomResourceDefinition, err
 		return nil, fmt.Errorf("capztest: %w", err)
 	}
 	var out []*apiextensionsv1.CustomResourceDefinition
-	for _, f := range crdFiles {
+	for _, f := range crdFiles() {
 		path := filepath.Join(dir, "config", "crd", "bases", f)
 		raw, err := os.ReadFile(path)
 		if err != nil {
