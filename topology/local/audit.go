@@ -32,8 +32,22 @@ const (
 	// kueueUser is the in-process Kueue's user (system:masters, as Kueue's
 	// own ClusterRole is broad).
 	kueueUser = "kueue"
-	// agentUser is the Job executor's and owner GC's user.
+	// agentUser is the Job executor's and pod runner's user.
 	agentUser = "mktk-agent"
+	// jobsetUser is the in-process JobSet controller's user (workers with
+	// the JobSet integration).
+	jobsetUser = "jobset-controller"
+	// kuberayUser is the in-process KubeRay operator's user (workers with a
+	// Ray integration).
+	kuberayUser = "kuberay-operator"
+)
+
+// Roles of the real controllers the local topology runs, as timelines name
+// them ("kube-controller-manager (system:kube-controller-manager)").
+const (
+	roleControllerManager observe.Role = "kube-controller-manager"
+	roleJobSet            observe.Role = "the JobSet controller"
+	roleKubeRay           observe.Role = "the KubeRay operator"
 )
 
 // roleOf maps the local identities to their roles.
@@ -45,6 +59,12 @@ func roleOf(user string) observe.Role {
 		return observe.RoleKueue
 	case agentUser:
 		return observe.RoleAgent
+	case kcmUser:
+		return roleControllerManager
+	case jobsetUser:
+		return roleJobSet
+	case kuberayUser:
+		return roleKubeRay
 	}
 	return ""
 }

@@ -4,11 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"time"
 
-	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/multikueue-testkit/testkit/internal/poll"
 	"github.com/multikueue-testkit/testkit/topology"
 )
 
@@ -18,39 +26,107 @@ type localCluster struct {
 	cp    *controlPlane
 	kueue *kueueProcess
 
-	mu         sync.Mutex
-	execCancel context.CancelFunc
-	execDone   chan error
+	mu sync.Mutex
+	// components are the in-process controllers besides Kueue (the agent,
+	// JobSet, KubeRay), in start order; close stops them in reverse.
+	components []*component
 }
 
-// startAgent runs the owner garbage collector and, on workers, the job
-// executor, in a manager of their own.
-func (lc *localCluster) startAgent(ctx context.Context, worker bool, logPath string, owners []schema.GroupVersionKind) error {
-	mgr, err := newAgentManager(lc.name, worker, lc.cp.configAs(lc.cp.agent), logPath, owners)
+// component is one in-process controller manager of a cluster, with a
+// client identity and a log file of its own.
+type component struct {
+	name   string
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// componentOptions describe a component's manager.
+type componentOptions struct {
+	cfg     *rest.Config
+	logPath string
+	scheme  *runtime.Scheme
+	// webhook, when set, is the component's webhook server.
+	webhook webhook.Server
+}
+
+// newComponentManager builds a component's manager: its log in logPath, no
+// metrics or health servers, no leader election, controller names shared
+// with other managers of the process allowed.
+func newComponentManager(o componentOptions) (_ manager.Manager, err error) {
+	logf, err := os.OpenFile(o.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
-		return fmt.Errorf("cluster %q: agent: %w", lc.name, err)
+		return nil, err
 	}
+	defer func() {
+		if err != nil {
+			logf.Close() // the manager that would close it will not run
+		}
+	}()
+	mgr, err := ctrl.NewManager(o.cfg, ctrl.Options{
+		Scheme:                 o.scheme,
+		Logger:                 zap.New(zap.WriteTo(logf)),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		PprofBindAddress:       "0",
+		LeaderElection:         false,
+		Controller:             ctrlConfigSkipNameValidation(),
+		WebhookServer:          o.webhook,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error { <-ctx.Done(); return logf.Close() })); err != nil {
+		return nil, err
+	}
+	return mgr, nil
+}
+
+// startComponent runs mgr until the cluster closes and waits (up to
+// timeout) until its caches are synced and, when it has one, its webhook
+// server listens.
+func (lc *localCluster) startComponent(ctx context.Context, name string, mgr manager.Manager, server webhook.Server, timeout time.Duration) error {
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(runCtx) }()
+	c := &component{name: name, cancel: cancel, done: done}
 	lc.mu.Lock()
-	lc.execCancel, lc.execDone = cancel, done
+	lc.components = append(lc.components, c)
 	lc.mu.Unlock()
-	return nil
+	return poll.Until(ctx, timeout, fmt.Sprintf("cluster %q: the %s to start", lc.name, name), func(ctx context.Context) error {
+		select {
+		case err := <-done:
+			done <- err
+			return poll.Stop(fmt.Errorf("cluster %q: the %s exited: %v", lc.name, name, err))
+		default:
+		}
+		syncCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		if !mgr.GetCache().WaitForCacheSync(syncCtx) {
+			return errors.New("caches not synced yet")
+		}
+		if server != nil {
+			return server.StartedChecker()(nil)
+		}
+		return nil
+	})
 }
 
 func (lc *localCluster) close() error {
 	var errs []error
 	lc.mu.Lock()
-	cancel, done := lc.execCancel, lc.execDone
-	lc.execCancel = nil
+	comps := lc.components
+	lc.components = nil
 	lc.mu.Unlock()
-	if cancel != nil {
-		cancel()
+	for i := len(comps) - 1; i >= 0; i-- {
+		c := comps[i]
+		c.cancel()
 		select {
-		case <-done:
+		case err := <-c.done:
+			if err != nil && !errors.Is(err, context.Canceled) {
+				errs = append(errs, fmt.Errorf("cluster %q: %s: %w", lc.name, c.name, err))
+			}
 		case <-time.After(procStopTimeout):
-			errs = append(errs, fmt.Errorf("cluster %q: agent did not stop within %s", lc.name, procStopTimeout))
+			errs = append(errs, fmt.Errorf("cluster %q: the %s did not stop within %s", lc.name, c.name, procStopTimeout))
 		}
 	}
 	if lc.kueue != nil {

@@ -32,16 +32,19 @@ type controlPlane struct {
 
 	ca    *certAuthority
 	admin keyPair
-	// kueue and agent are the client identities of the cluster's in-process
-	// Kueue and of its agent (executor, owner GC): the audit log tells them
-	// from the test (admin).
-	kueue, agent keyPair
+	// kueue, agent, kcmID, jobset and kuberay are the client identities of
+	// the cluster's in-process Kueue, of its agent (Job executor, pod
+	// runner), of kube-controller-manager and of the in-process JobSet and
+	// KubeRay controllers: the audit log tells them from the test (admin).
+	kueue, agent, kcmID, jobset, kuberay keyPair
 	// audit is the API server's audit log; nil when audit is off.
 	audit    *auditLog
 	etcdPort int
 	apiPort  int
 	etcd     *process
 	api      *process
+	// kcm is kube-controller-manager, started after the CRDs are served.
+	kcm *process
 }
 
 const (
@@ -65,8 +68,10 @@ func newControlPlane(cluster, dir string, bins assets.Binaries, extraArgs []stri
 	if cp.kueue, err = cp.ca.client(kueueUser, "system:masters"); err != nil {
 		return nil, err
 	}
-	if cp.agent, err = cp.ca.client(agentUser, "system:masters"); err != nil {
-		return nil, err
+	for id, user := range map[*keyPair]string{&cp.agent: agentUser, &cp.kcmID: kcmUser, &cp.jobset: jobsetUser, &cp.kuberay: kuberayUser} {
+		if *id, err = cp.ca.client(user, "system:masters"); err != nil {
+			return nil, err
+		}
 	}
 	sa, err := newSigningKey()
 	if err != nil {
@@ -232,9 +237,12 @@ func (cp *controlPlane) clientTLS() (*tls.Config, error) {
 	return &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
 }
 
-// stop kills the API server, then etcd.
+// stop kills kube-controller-manager, the API server, then etcd.
 func (cp *controlPlane) stop() error {
 	var errs []error
+	if cp.kcm != nil {
+		errs = append(errs, cp.kcm.stop(procStopTimeout))
+	}
 	if cp.api != nil {
 		errs = append(errs, cp.api.stop(procStopTimeout))
 	}

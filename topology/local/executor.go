@@ -3,7 +3,6 @@ package local
 import (
 	"context"
 	"fmt"
-	"os"
 	"sync"
 	"time"
 
@@ -11,15 +10,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/multikueue-testkit/testkit/topology"
@@ -32,8 +27,9 @@ const DefaultRunDuration = time.Second
 // jobExecutor plays the Job controller and kubelet for batch/Jobs on a worker:
 // an unsuspended Job is marked running, then succeeded or failed after its
 // run duration, with the status Kubernetes 1.35 validation requires. It runs in
-// a manager of its own, so stopping a cluster's Kueue leaves running Jobs
-// running, as on a real cluster.
+// the agent's manager, so stopping a cluster's Kueue leaves running Jobs
+// running, as on a real cluster. With Options.RealPods it is off: the real
+// Job controller creates pods and the pod runner runs them.
 type jobExecutor struct {
 	cluster string
 	client  client.Client
@@ -74,45 +70,10 @@ func (e *jobExecutor) setStart(key types.NamespacedName, s *start) {
 
 const jobControllerManagedBy = "kubernetes.io/job-controller"
 
-// newAgentManager builds the manager of a cluster's stand-ins for what a
-// local topology lacks: the owner garbage collector on every cluster and, on
-// workers, the job executor.
-func newAgentManager(cluster string, worker bool, cfg *rest.Config, logPath string, owners []schema.GroupVersionKind) (_ manager.Manager, err error) {
-	scheme, err := topology.NewScheme()
-	if err != nil {
-		return nil, err
-	}
-	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	defer func() {
-		if err != nil {
-			logf.Close() // the manager that would close it will not run
-		}
-	}()
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 scheme,
-		Logger:                 zap.New(zap.WriteTo(logf)),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             ctrlConfigSkipNameValidation(),
-	})
-	if err != nil {
-		return nil, err
-	}
-	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error { <-ctx.Done(); return logf.Close() })); err != nil {
-		return nil, err
-	}
-	if err := setupOwnerGC(context.Background(), cluster, mgr, owners); err != nil {
-		return nil, err
-	}
-	if !worker {
-		return mgr, nil
-	}
+// setupJobExecutor adds the Job executor to a worker's agent manager.
+func setupJobExecutor(cluster string, mgr manager.Manager) error {
 	ex := &jobExecutor{cluster: cluster, client: mgr.GetClient(), now: time.Now, started: map[types.NamespacedName]start{}}
-	err = ctrl.NewControllerManagedBy(mgr).Named("mktk-job-executor").For(&batchv1.Job{}).Complete(ex)
-	return mgr, err
+	return ctrl.NewControllerManagedBy(mgr).Named("mktk-job-executor").For(&batchv1.Job{}).Complete(ex)
 }
 
 // Reconcile advances one Job.
@@ -140,7 +101,7 @@ func (e *jobExecutor) Reconcile(ctx context.Context, req reconcile.Request) (rec
 		job.Status.Active, job.Status.Ready, job.Status.StartTime = 0, ptr.To[int32](0), nil
 		return reconcile.Result{}, e.update(ctx, job)
 	}
-	dur, outcome, err := runSpec(job)
+	dur, outcome, err := runSpec(job.Annotations, job.Spec.Template.Annotations)
 	if err != nil {
 		return reconcile.Result{}, reconcile.TerminalError(fmt.Errorf("cluster %q: Job %s: %w", e.cluster, req.NamespacedName, err))
 	}
@@ -167,6 +128,9 @@ func (e *jobExecutor) Reconcile(ctx context.Context, req reconcile.Request) (rec
 			condition(batchv1.JobFailed, "BackoffLimitExceeded", "Job has reached the specified backoff limit", t))
 	} else {
 		job.Status.Succeeded = ptr.Deref(job.Spec.Completions, ptr.Deref(job.Spec.Parallelism, 1))
+		if ptr.Deref(job.Spec.CompletionMode, batchv1.NonIndexedCompletion) == batchv1.IndexedCompletion && job.Status.Succeeded > 0 {
+			job.Status.CompletedIndexes = indexRange(job.Status.Succeeded)
+		}
 		job.Status.CompletionTime = &t
 		job.Status.Conditions = append(job.Status.Conditions,
 			condition(batchv1.JobSuccessCriteriaMet, "CompletionsReached", "Reached expected number of succeeded pods", t),
@@ -185,9 +149,21 @@ func (e *jobExecutor) update(ctx context.Context, job *batchv1.Job) error {
 	return nil
 }
 
-func runSpec(job *batchv1.Job) (time.Duration, string, error) {
+// runSpec reads how a Job or pod runs from the run-duration and outcome
+// annotations of the first of sources that has each (a Job's own
+// annotations, then its pod template's: KubeRay's submitter Job carries them
+// only on its pod template).
+func runSpec(sources ...map[string]string) (time.Duration, string, error) {
+	lookup := func(key string) (string, bool) {
+		for _, a := range sources {
+			if v, ok := a[key]; ok {
+				return v, true
+			}
+		}
+		return "", false
+	}
 	dur := DefaultRunDuration
-	if v, ok := job.Annotations[topology.AnnotationRunDuration]; ok {
+	if v, ok := lookup(topology.AnnotationRunDuration); ok {
 		d, err := time.ParseDuration(v)
 		if err != nil || d < 0 {
 			return 0, "", fmt.Errorf("annotation %s=%q is not a non-negative Go duration", topology.AnnotationRunDuration, v)
@@ -195,13 +171,22 @@ func runSpec(job *batchv1.Job) (time.Duration, string, error) {
 		dur = d
 	}
 	outcome := topology.OutcomeSucceeded
-	if v, ok := job.Annotations[topology.AnnotationOutcome]; ok {
+	if v, ok := lookup(topology.AnnotationOutcome); ok {
 		if v != topology.OutcomeSucceeded && v != topology.OutcomeFailed {
 			return 0, "", fmt.Errorf("annotation %s=%q is neither %s nor %s", topology.AnnotationOutcome, v, topology.OutcomeSucceeded, topology.OutcomeFailed)
 		}
 		outcome = v
 	}
 	return dur, outcome, nil
+}
+
+// indexRange is the completedIndexes of an Indexed Job whose first n
+// indexes succeeded: "0" or "0-<n-1>".
+func indexRange(n int32) string {
+	if n == 1 {
+		return "0"
+	}
+	return fmt.Sprintf("0-%d", n-1)
 }
 
 func finished(job *batchv1.Job) bool {

@@ -352,7 +352,7 @@ func (k *kueueProcess) build(ctx context.Context) (_ manager.Manager, err error)
 	if err != nil {
 		return nil, err
 	}
-	if err := jobframework.SetupControllers(ctx, mgr, logger.WithName("jobframework"),
+	jobOpts := []jobframework.Option{
 		jobframework.WithManageJobsWithoutQueueName(cfg.ManageJobsWithoutQueueName),
 		jobframework.WithWaitForPodsReady(cfg.WaitForPodsReady),
 		jobframework.WithKubeServerVersion(versions),
@@ -364,7 +364,15 @@ func (k *kueueProcess) build(ctx context.Context) (_ manager.Manager, err error)
 		jobframework.WithQueues(queues),
 		jobframework.WithObjectRetentionPolicies(cfg.ObjectRetentionPolicies),
 		jobframework.WithManagedJobsNamespaceSelector(nsSelector),
-	); err != nil {
+	}
+	// Kueue's RayJob reconciler is process-global; each cluster gets its own
+	// (kueue_rayjob.go).
+	frameworks, err := setupRayJobIntegration(mgr, cfg.Integrations.Frameworks, jobOpts...)
+	if err != nil {
+		return nil, fmt.Errorf("job integrations: %w", err)
+	}
+	if err := jobframework.SetupControllers(ctx, mgr, logger.WithName("jobframework"),
+		append(jobOpts, jobframework.WithEnabledFrameworks(frameworks))...); err != nil {
 		return nil, fmt.Errorf("job integrations: %w", err)
 	}
 	if name, err := webhooks.Setup(mgr, nil); err != nil {

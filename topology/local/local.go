@@ -58,6 +58,14 @@ type Options struct {
 	// after Close, for debugging; its path is printed to Progress. Also set
 	// by MKTK_KEEP_DIR=1. Processes are stopped either way.
 	KeepDir bool
+	// RealPods runs batch/Jobs on workers the way a cluster does: the real
+	// Job controller (kube-controller-manager's job-controller) creates
+	// their pods and a pod runner (the kubelet's stand-in) moves each pod to
+	// Running, then Succeeded or Failed after its run duration
+	// (topology.AnnotationRunDuration, AnnotationOutcome). The Job executor
+	// is then off. It costs more per Job than the executor (see the
+	// README's "Real controllers").
+	RealPods bool
 	// DisableAudit turns off the API servers' audit logs; failure timelines
 	// then do not say who made each change. Audit costs little (see the
 	// README's Performance section).
@@ -201,6 +209,12 @@ func (p *Provider) Provision(ctx context.Context, spec topology.Spec) (*topology
 	if err != nil {
 		return nil, nil, err
 	}
+	var jobSetHooks webhookConfigs
+	if hasCRD(workerCRDs, jobSetCRD) {
+		if jobSetHooks, err = loadJobSetWebhookConfigs(ctx); err != nil {
+			return nil, nil, err
+		}
+	}
 	kueueCfg, err := writeKueueConfig(root, spec, needs)
 	if err != nil {
 		return nil, nil, err
@@ -220,7 +234,7 @@ func (p *Provider) Provision(ctx context.Context, spec topology.Spec) (*topology
 			role, crds = topology.RoleManager, mgrCRDs
 		}
 		fmt.Fprintf(spec.Progress, "local: starting %s cluster %q\n", role, names[i])
-		c, err := p.startCluster(ctx, names[i], role, bins, crds, hooks, kueueCfg)
+		c, err := p.startCluster(ctx, names[i], role, bins, crds, clusterHooks{kueue: hooks, jobSet: jobSetHooks}, kueueCfg)
 		if err == nil {
 			err = publishKueueConfig(ctx, c, spec.Kueue.Namespace, kueueCfg)
 		}
@@ -250,10 +264,18 @@ func ctrlConfigSkipNameValidation() crconfig.Controller {
 	return crconfig.Controller{SkipNameValidation: ptr.To(true)}
 }
 
-// startCluster starts one cluster's control plane, CRDs, Kueue, webhooks and,
-// on workers, the job executor.
+// clusterHooks are the webhook registrations a cluster's components serve.
+type clusterHooks struct {
+	kueue, jobSet webhookConfigs
+}
+
+// startCluster starts one cluster's control plane, CRDs,
+// kube-controller-manager, Kueue and its webhooks, and the real controllers
+// of the integrations in use (JobSet's defaulting webhook everywhere, its
+// controller and KubeRay on workers); on workers the agent: the Job
+// executor (without RealPods) and the pod runner (with RealPods or Ray).
 func (p *Provider) startCluster(ctx context.Context, name string, role topology.Role, bins assets.Binaries,
-	crds []*apiextensionsv1.CustomResourceDefinition, hooks webhookConfigs, kueueCfg string) (*topology.Cluster, error) {
+	crds []*apiextensionsv1.CustomResourceDefinition, hooks clusterHooks, kueueCfg string) (*topology.Cluster, error) {
 	dir := filepath.Join(p.root, name)
 	if err := os.MkdirAll(filepath.Join(dir, "webhook-certs"), 0o700); err != nil {
 		return nil, err
@@ -291,6 +313,13 @@ func (p *Provider) startCluster(ctx context.Context, name string, role topology.
 	if err := installCRDsWithin(ctx, c, crds, p.opts.StartTimeout); err != nil {
 		return nil, err
 	}
+	worker := role == topology.RoleWorker
+	// After the CRDs are served: the garbage collector and the namespace
+	// controller then know their resources from the start (they rediscover
+	// every 30 s).
+	if err := cp.startControllerManager(ctx, kcmControllers(worker && p.opts.RealPods)); err != nil {
+		return nil, err
+	}
 
 	serving, err := cp.ca.serving("kueue-webhook")
 	if err != nil {
@@ -315,13 +344,73 @@ func (p *Provider) startCluster(ctx context.Context, name string, role topology.
 	if err := lc.kueue.start(ctx); err != nil {
 		return nil, err
 	}
-	if err := registerWebhooks(ctx, c, hooks, lc.kueue.server, port, cp.ca.certPEM); err != nil {
+	if err := registerWebhooks(ctx, c, hooks.kueue, lc.kueue.server, port, cp.ca.certPEM); err != nil {
 		return nil, err
 	}
-	if err := lc.startAgent(ctx, role == topology.RoleWorker, filepath.Join(dir, "agent.log"), jobOwnerKinds(crds)); err != nil {
+	if hasCRD(crds, jobSetCRD) {
+		if err := lc.startJobSet(ctx, c, worker, hooks.jobSet, certDir, p.opts.StartTimeout); err != nil {
+			return nil, err
+		}
+	}
+	ray := hasCRD(crds, rayClusterCRD)
+	if !worker {
+		return c, nil
+	}
+	if ray {
+		if err := lc.startKubeRay(ctx, hasCRD(crds, rayJobCRD), p.opts.StartTimeout); err != nil {
+			return nil, err
+		}
+	}
+	if err := lc.startAgent(ctx, !p.opts.RealPods, p.opts.RealPods || ray, p.opts.StartTimeout); err != nil {
 		return nil, err
 	}
 	return c, nil
+}
+
+// CRD names that decide which real controllers a cluster runs.
+const (
+	jobSetCRD     = "jobsets.jobset.x-k8s.io"
+	rayJobCRD     = "rayjobs.ray.io"
+	rayClusterCRD = "rayclusters.ray.io"
+)
+
+func hasCRD(crds []*apiextensionsv1.CustomResourceDefinition, name string) bool {
+	for _, crd := range crds {
+		if crd.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// startAgent runs a worker's stand-ins for what has no process here, in a
+// manager with the mktk-agent identity: the Job executor and the pod runner
+// (the kubelet's part).
+func (lc *localCluster) startAgent(ctx context.Context, executor, podRunner bool, timeout time.Duration) error {
+	if !executor && !podRunner {
+		return nil
+	}
+	scheme, err := topology.NewScheme()
+	if err != nil {
+		return err
+	}
+	mgr, err := newComponentManager(componentOptions{
+		cfg: lc.cp.configAs(lc.cp.agent), logPath: filepath.Join(lc.cp.dir, "agent.log"), scheme: scheme,
+	})
+	if err != nil {
+		return fmt.Errorf("cluster %q: agent: %w", lc.name, err)
+	}
+	if executor {
+		if err := setupJobExecutor(lc.name, mgr); err != nil {
+			return fmt.Errorf("cluster %q: Job executor: %w", lc.name, err)
+		}
+	}
+	if podRunner {
+		if err := setupPodRunner(lc.name, mgr); err != nil {
+			return fmt.Errorf("cluster %q: pod runner: %w", lc.name, err)
+		}
+	}
+	return lc.startComponent(ctx, "agent", mgr, nil, timeout)
 }
 
 func (p *Provider) track(lc *localCluster) bool {
@@ -334,8 +423,9 @@ func (p *Provider) track(lc *localCluster) bool {
 	return true
 }
 
-// Close implements topology.Provider: it stops every executor, Kueue, API
-// server and etcd, then removes the temporary directory.
+// Close implements topology.Provider: it stops every in-process controller,
+// Kueue, kube-controller-manager, API server and etcd, then removes the
+// temporary directory.
 func (p *Provider) Close(context.Context) error {
 	p.mu.Lock()
 	if p.closed {

@@ -21,15 +21,25 @@ import (
 	"github.com/multikueue-testkit/testkit/topology"
 )
 
-// webhookConfigs are Kueue's webhook registrations from the pinned module's
-// config/components/webhook/manifests.yaml.
+// webhookConfigs are a project's webhook registrations from a pinned
+// module's config/components/webhook/manifests.yaml (Kueue's, JobSet's).
 type webhookConfigs struct {
+	// prefix is put before each configuration's name when registering it,
+	// so that projects whose manifests use the same names do not collide.
+	prefix     string
 	mutating   []*admissionv1.MutatingWebhookConfiguration
 	validating []*admissionv1.ValidatingWebhookConfiguration
 }
 
+// loadWebhookConfigs reads Kueue's webhook registrations.
 func loadWebhookConfigs(ctx context.Context) (webhookConfigs, error) {
-	root, err := modsrc.Dir(ctx, modsrc.Kueue)
+	return loadModuleWebhookConfigs(ctx, modsrc.Kueue, "kueue-")
+}
+
+// loadModuleWebhookConfigs reads the webhook registrations of a pinned
+// module; they are registered under prefix+name.
+func loadModuleWebhookConfigs(ctx context.Context, module, prefix string) (webhookConfigs, error) {
+	root, err := modsrc.Dir(ctx, module)
 	if err != nil {
 		return webhookConfigs{}, err
 	}
@@ -38,7 +48,7 @@ func loadWebhookConfigs(ctx context.Context) (webhookConfigs, error) {
 	if err != nil {
 		return webhookConfigs{}, err
 	}
-	var out webhookConfigs
+	out := webhookConfigs{prefix: prefix}
 	dec := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(raw), 4096)
 	for {
 		var doc struct {
@@ -83,9 +93,9 @@ func served(server webhook.Server, path string) bool {
 	return pattern != ""
 }
 
-// registerWebhooks points Kueue's webhook registrations at the in-process
-// server on 127.0.0.1:port, keeping only the webhooks this Kueue serves (a
-// registration for a disabled integration would reject those objects).
+// registerWebhooks points the webhook registrations at the in-process
+// server on 127.0.0.1:port, keeping only the webhooks that server serves (a
+// registration for a disabled Kueue integration would reject those objects).
 func registerWebhooks(ctx context.Context, c *topology.Cluster, cfgs webhookConfigs, server webhook.Server, port int, caPEM []byte) error {
 	clientConfig := func(svc *admissionv1.ServiceReference) (admissionv1.WebhookClientConfig, bool) {
 		if svc == nil || svc.Path == nil || !served(server, *svc.Path) {
@@ -95,15 +105,21 @@ func registerWebhooks(ctx context.Context, c *topology.Cluster, cfgs webhookConf
 		return admissionv1.WebhookClientConfig{URL: &u, CABundle: caPEM}, true
 	}
 	for _, m := range cfgs.mutating {
-		obj := &admissionv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "kueue-" + m.Name}}
+		obj := &admissionv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: cfgs.prefix + m.Name}}
 		hooks := pointAt(m.Webhooks, func(w *admissionv1.MutatingWebhook) *admissionv1.WebhookClientConfig { return &w.ClientConfig }, clientConfig)
+		if len(hooks) == 0 {
+			continue // none served here
+		}
 		if _, err := controllerutil.CreateOrUpdate(ctx, c.Client, obj, func() error { obj.Webhooks = hooks; return nil }); err != nil {
 			return fmt.Errorf("cluster %q: register MutatingWebhookConfiguration %s: %w", c.Name, obj.Name, err)
 		}
 	}
 	for _, v := range cfgs.validating {
-		obj := &admissionv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "kueue-" + v.Name}}
+		obj := &admissionv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: cfgs.prefix + v.Name}}
 		hooks := pointAt(v.Webhooks, func(w *admissionv1.ValidatingWebhook) *admissionv1.WebhookClientConfig { return &w.ClientConfig }, clientConfig)
+		if len(hooks) == 0 {
+			continue // none served here
+		}
 		if _, err := controllerutil.CreateOrUpdate(ctx, c.Client, obj, func() error { obj.Webhooks = hooks; return nil }); err != nil {
 			return fmt.Errorf("cluster %q: register ValidatingWebhookConfiguration %s: %w", c.Name, obj.Name, err)
 		}

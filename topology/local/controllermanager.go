@@ -1,0 +1,135 @@
+package local
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// kube-controller-manager runs as a child process of every cluster, with
+// only the controllers a test cluster without nodes needs. It replaces the
+// owner garbage collector stand-in the local topology had: the real garbage
+// collector honours propagation policies (foreground deletion included) and
+// collects every owned object (Workloads, child Jobs, pods, RayClusters,
+// Services), and the namespace controller finishes namespace deletions.
+//
+// It cannot run in-process: k8s.io/kubernetes/pkg/features and Kueue's
+// features package both register DynamicResourceAllocation, which panics at
+// init.
+
+// Controller names of k8s.io/kubernetes/cmd/kube-controller-manager/names
+// (v1.35); an unknown name makes kube-controller-manager exit.
+const (
+	kcmGarbageCollector = "garbage-collector-controller"
+	kcmNamespace        = "namespace-controller"
+	kcmJob              = "job-controller"
+)
+
+// kcmUser is kube-controller-manager's client identity (its real user name),
+// in system:masters: with --use-service-account-credentials=false every
+// controller uses it.
+const kcmUser = "system:kube-controller-manager"
+
+// Files of kube-controller-manager in the cluster's directory.
+const (
+	kcmKubeconfig = "controller-manager.kubeconfig"
+	kcmLog        = "kube-controller-manager.log"
+	kcmCertDir    = "controller-manager-certs"
+)
+
+// kcmControllers are the controllers a cluster runs: the garbage collector
+// and the namespace controller everywhere, and the Job controller where real
+// pods run (Options.RealPods, workers).
+func kcmControllers(jobs bool) []string {
+	out := []string{kcmGarbageCollector, kcmNamespace}
+	if jobs {
+		out = append(out, kcmJob)
+	}
+	return out
+}
+
+// startControllerManager writes kube-controller-manager's kubeconfig (its
+// own client certificate, mode 0600), starts it with the given controllers,
+// no leader election and its secure port on loopback, and waits until
+// /healthz answers. A start that loses its port race is retried.
+func (cp *controlPlane) startControllerManager(ctx context.Context, controllers []string) error {
+	if cp.bins.ControllerManager == "" {
+		return fmt.Errorf("cluster %q: no kube-controller-manager binary", cp.cluster)
+	}
+	if err := cp.writeClientKubeconfig(cp.file(kcmKubeconfig), kcmUser, cp.kcmID); err != nil {
+		return fmt.Errorf("cluster %q: kube-controller-manager kubeconfig: %w", cp.cluster, err)
+	}
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		var port int
+		if port, err = freePort(); err != nil {
+			return err
+		}
+		cp.kcm = cp.newControllerManager(port, controllers)
+		if err = cp.kcm.start(); err != nil {
+			return err
+		}
+		hc := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
+			TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // readiness probe of a loopback server only
+		}}
+		url := fmt.Sprintf("https://127.0.0.1:%d/healthz", port)
+		err = cp.waitHealthy(ctx, cp.kcm, fmt.Sprintf("cluster %q: kube-controller-manager to answer %s", cp.cluster, url), func() error { return getOK(hc, url) })
+		hc.CloseIdleConnections()
+		if err == nil {
+			return nil
+		}
+		_ = cp.kcm.stop(procStopTimeout)
+		if !errors.Is(err, errPortInUse) {
+			return err
+		}
+	}
+	return err
+}
+
+func (cp *controlPlane) newControllerManager(port int, controllers []string) *process {
+	kc := cp.file(kcmKubeconfig)
+	return &process{
+		name: "kube-controller-manager", cluster: cp.cluster, path: cp.bins.ControllerManager, logPath: cp.file(kcmLog),
+		args: []string{
+			"--kubeconfig=" + kc,
+			// Delegated authentication and authorization of its own
+			// endpoints (only /healthz is probed, an always-allowed path).
+			"--authentication-kubeconfig=" + kc,
+			"--authorization-kubeconfig=" + kc,
+			"--controllers=" + strings.Join(controllers, ","),
+			"--leader-elect=false",
+			"--bind-address=127.0.0.1",
+			"--secure-port=" + strconv.Itoa(port),
+			"--cert-dir=" + cp.file(kcmCertDir),
+			"--profiling=false",
+		},
+	}
+}
+
+// writeClientKubeconfig writes a kubeconfig for one of the cluster's client
+// identities at path, mode 0600 (it is removed with the cluster directory).
+func (cp *controlPlane) writeClientKubeconfig(path, user string, id keyPair) error {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters[cp.cluster] = &clientcmdapi.Cluster{Server: cp.host(), CertificateAuthorityData: cp.ca.certPEM}
+	cfg.AuthInfos[user] = &clientcmdapi.AuthInfo{ClientCertificateData: id.cert, ClientKeyData: id.key}
+	cfg.Contexts[cp.cluster] = &clientcmdapi.Context{Cluster: cp.cluster, AuthInfo: user}
+	cfg.CurrentContext = cp.cluster
+	raw, err := clientcmd.Write(*cfg)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	return os.WriteFile(path, raw, 0o600)
+}
