@@ -26,7 +26,7 @@ import (
 
 // realControllerIntegrations are the integrations whose real controllers
 // the local topology runs.
-var realControllerIntegrations = []string{topology.IntegrationBatchJob, topology.IntegrationJobSet, topology.IntegrationRayJob}
+var realControllerIntegrations = []string{topology.IntegrationBatchJob, topology.IntegrationJobSet, topology.IntegrationRayJob, topology.IntegrationRayCluster}
 
 // finalState waits until the manager's job object is finished and returns
 // its state.
@@ -97,9 +97,11 @@ func nothingLeft(ctx context.Context, t *testing.T, topo *topology.Topology, ns 
 // that succeed and a JobSet and a RayJob that fail to a topology whose
 // workers run the real JobSet controller and KubeRay operator: each is
 // admitted exactly once, reaches its real terminal state on the worker,
-// and the manager's status ends identical; deleted on the manager, nothing
-// MultiKueue made is left and the real garbage collector leaves no child
-// Job, pod, RayCluster or Service on any cluster.
+// and the manager's status ends identical. A RayCluster dispatched too
+// becomes ready on its worker (head and 2 workers Running and Ready) and
+// the manager's shows it. Deleted on the manager, nothing MultiKueue made
+// is left and the real garbage collector leaves no child Job, pod,
+// RayCluster or Service on any cluster.
 func TestJobSetAndRayJobOnRealControllers(t *testing.T) {
 	ctx := context.Background()
 	topo, err := local.New(ctx, topology.Options{Workers: 2, Kueue: topology.KueueOptions{Integrations: realControllerIntegrations}}, local.Options{})
@@ -148,7 +150,42 @@ func TestJobSetAndRayJobOnRealControllers(t *testing.T) {
 	}
 	t.Logf("4 job objects (2 JobSets, 2 RayJobs, 1 s runs) finished on the manager %s after creation", time.Since(start).Round(time.Millisecond))
 
-	for _, o := range objs {
+	rc := workload.NewRayCluster("rc", "default").Queue(lq).Requests("100m", "64Mi").WorkerReplicas(2).Obj()
+	if err := mgr.Client.Create(ctx, rc); err != nil {
+		t.Fatalf("cluster %q: create RayCluster: %v", mgr.Name, err)
+	}
+	start = time.Now()
+	err = poll.Until(ctx, 2*time.Minute, fmt.Sprintf("cluster %q: RayCluster default/rc to be ready", mgr.Name), func(ctx context.Context) error {
+		cur := &rayv1.RayCluster{}
+		if err := mgr.Client.Get(ctx, client.ObjectKeyFromObject(rc), cur); err != nil {
+			return err
+		}
+		if cur.Status.State != rayv1.Ready || cur.Status.ReadyWorkerReplicas != 2 {
+			return fmt.Errorf("state %q, %d ready workers", cur.Status.State, cur.Status.ReadyWorkerReplicas)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("RayCluster of a head and 2 workers ready on the manager %s after creation", time.Since(start).Round(time.Millisecond))
+	readyPods := 0
+	for _, w := range topo.Workers {
+		var pods corev1.PodList
+		if err := w.Client.List(ctx, &pods, client.InNamespace("default"), client.MatchingLabels{"ray.io/cluster": rc.Name}); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range pods.Items {
+			if p.Status.Phase == corev1.PodRunning {
+				readyPods++
+			}
+		}
+	}
+	if readyPods != 3 {
+		t.Errorf("%d Running Ray pods of RayCluster default/rc on the workers, want 3 (head and 2 workers)", readyPods)
+	}
+
+	for _, o := range append(objs, rc) {
 		if err := mgr.Client.Delete(ctx, o, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
 			t.Fatal(err)
 		}
