@@ -7,7 +7,9 @@
 // A built Job or JobSet runs the same on the local topology and on a real
 // cluster: RunFor and Fails set both the annotations the local executor reads
 // and a pod template (DefaultImage, a busybox, or Image) that sleeps for the
-// run duration and exits 0 or 1, with no restarts and backoffLimit 0.
+// run duration and exits 0 or 1, with no restarts and backoffLimit 0. A
+// built RayJob's entrypoint sleeps and exits the same way (NewRayJob); a
+// RayCluster (NewRayCluster) runs until it is deleted.
 //
 // Builders only build objects; submitting them is the caller's (or a
 // scenario's) business.

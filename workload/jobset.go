@@ -13,8 +13,8 @@ import (
 
 // JobSetBuilder builds a JobSet (jobset.x-k8s.io/v1alpha2), created
 // suspended as Kueue expects. It needs the topology's JobSet integration
-// (topology.IntegrationJobSet); the local topology runs no JobSet controller,
-// so a JobSet is admitted and dispatched but does not run there.
+// (topology.IntegrationJobSet); the local topology then runs the real JobSet
+// controller on its workers, whose child Jobs run like any Job there.
 //
 // On a real cluster its pods run as JobBuilder's do: RunFor, Fails and Image
 // set the pod template (sleep, then exit 0 or 1; restartPolicy Never,
