@@ -25,6 +25,9 @@ type localCluster struct {
 	name  string
 	cp    *controlPlane
 	kueue *kueueProcess
+	// ha, in HA mode, runs the cluster's Kueue as several replicas (kueue
+	// is then the first); nil otherwise.
+	ha *haCluster
 
 	mu sync.Mutex
 	// components are the in-process controllers besides Kueue (the agent,
@@ -129,6 +132,7 @@ func (lc *localCluster) close() error {
 			errs = append(errs, fmt.Errorf("cluster %q: the %s did not stop within %s", lc.name, c.name, procStopTimeout))
 		}
 	}
+	errs = append(errs, lc.ha.close())
 	if lc.kueue != nil {
 		errs = append(errs, lc.kueue.stop())
 	}
@@ -137,10 +141,20 @@ func (lc *localCluster) close() error {
 }
 
 // StopKueue implements topology.Lifecycle.
-func (lc *localCluster) StopKueue(context.Context) error { return lc.kueue.stop() }
+func (lc *localCluster) StopKueue(ctx context.Context) error {
+	if lc.ha != nil {
+		return lc.ha.stopAll(ctx)
+	}
+	return lc.kueue.stop()
+}
 
 // StartKueue implements topology.Lifecycle.
-func (lc *localCluster) StartKueue(ctx context.Context) error { return lc.kueue.start(ctx) }
+func (lc *localCluster) StartKueue(ctx context.Context) error {
+	if lc.ha != nil {
+		return lc.ha.startAll(ctx)
+	}
+	return lc.kueue.start(ctx)
+}
 
 // StopAPIServer implements topology.Lifecycle.
 func (lc *localCluster) StopAPIServer(context.Context) error { return lc.cp.api.stop(procStopTimeout) }

@@ -86,6 +86,12 @@ type kueueProcess struct {
 	// server is the last manager's webhook server; its routes are the
 	// webhooks this Kueue serves.
 	server webhook.Server
+
+	// replica, in HA mode, makes this Kueue one replica of several: leader
+	// election on Kueue's Lease under the replica's identity, a visibility
+	// server, a network that kill can cut (ha_replica.go). Nil: one Kueue,
+	// no leader election.
+	replica *replica
 }
 
 // writeKueueConfig writes the Kueue Configuration for spec and the
@@ -214,8 +220,9 @@ func (k *kueueProcess) stopLocked() error {
 // build follows cmd/kueue/main.go: load the configuration, create the manager
 // and set up indexes, caches, queues, core controllers, MultiKueue, the job
 // integrations, webhooks and the scheduler. What main.go does and this does
-// not: metrics and health servers, leader election, internal cert management
-// (certificates are ours), the visibility server, provisioning requests.
+// not: metrics and health servers, internal cert management (certificates
+// are ours), provisioning requests; leader election, the role tracker and
+// the visibility server only in HA mode (k.replica).
 func (k *kueueProcess) build(ctx context.Context) (_ manager.Manager, err error) {
 	scheme, err := kueueScheme()
 	if err != nil {
@@ -249,6 +256,11 @@ func (k *kueueProcess) build(ctx context.Context) (_ manager.Manager, err error)
 	options.HealthProbeBindAddress = "0"
 	options.PprofBindAddress = "0"
 	options.LeaderElection = false
+	if k.replica != nil {
+		if err := k.replica.leaderElection(&options, cfg, k.restConfig); err != nil {
+			return nil, err
+		}
+	}
 	options.Controller.SkipNameValidation = ptr.To(true)
 	options.WebhookServer = webhook.NewServer(webhook.Options{Host: "127.0.0.1", Port: k.webhookPort, CertDir: k.certDir})
 
@@ -273,13 +285,17 @@ func (k *kueueProcess) build(ctx context.Context) (_ manager.Manager, err error)
 	})); err != nil {
 		return nil, err
 	}
-	cCache := schdcache.New(mgr.GetClient())
+	roleTracker, err := k.replica.roleTracker(mgr, logger)
+	if err != nil {
+		return nil, err
+	}
+	cCache := schdcache.New(mgr.GetClient(), schdcache.WithRoleTracker(roleTracker))
 	requeuer := qcache.NewRequeuer()
 	if err := mgr.Add(requeuer); err != nil {
 		return nil, err
 	}
 	expectations := preemptexpectations.New()
-	queues := qcache.NewManager(mgr.GetClient(), cCache, requeuer, qcache.WithPreemptionExpectations(expectations))
+	queues := qcache.NewManager(mgr.GetClient(), cCache, requeuer, qcache.WithPreemptionExpectations(expectations), qcache.WithRoleTracker(roleTracker))
 
 	// Indexes.
 	if err := indexer.Setup(ctx, mgr.GetFieldIndexer()); err != nil {
@@ -312,11 +328,11 @@ func (k *kueueProcess) build(ctx context.Context) (_ manager.Manager, err error)
 	}
 
 	// Controllers.
-	if name, err := core.SetupControllers(mgr, queues, cCache, &cfg, nil, expectations, nil); err != nil {
+	if name, err := core.SetupControllers(mgr, queues, cCache, &cfg, roleTracker, expectations, nil); err != nil {
 		return nil, fmt.Errorf("core controller %s: %w", name, err)
 	}
 	if features.Enabled(features.FailureRecoveryPolicy) {
-		if name, err := failurerecovery.SetupControllers(mgr, &cfg, nil); err != nil {
+		if name, err := failurerecovery.SetupControllers(mgr, &cfg, roleTracker); err != nil {
 			return nil, fmt.Errorf("failure recovery controller %s: %w", name, err)
 		}
 	}
@@ -332,6 +348,7 @@ func (k *kueueProcess) build(ctx context.Context) (_ manager.Manager, err error)
 			multikueue.WithAdapters(adapters),
 			multikueue.WithDispatcherName(ptr.Deref(cfg.MultiKueue.DispatcherName, configapi.MultiKueueDispatcherModeAllAtOnce)),
 			multikueue.WithClusterProfiles(cfg.MultiKueue.ClusterProfile),
+			multikueue.WithRoleTracker(roleTracker),
 		}
 		if k.batch > 0 {
 			opts = append(opts, multikueue.WithEventsBatchPeriod(k.batch))
@@ -339,12 +356,12 @@ func (k *kueueProcess) build(ctx context.Context) (_ manager.Manager, err error)
 		if err := multikueue.SetupControllers(mgr, *cfg.Namespace, opts...); err != nil {
 			return nil, fmt.Errorf("MultiKueue controllers: %w", err)
 		}
-		if name, err := dispatcher.SetupControllers(mgr, &cfg, nil); err != nil {
+		if name, err := dispatcher.SetupControllers(mgr, &cfg, roleTracker); err != nil {
 			return nil, fmt.Errorf("MultiKueue dispatcher %s: %w", name, err)
 		}
 	}
 	if features.Enabled(features.TopologyAwareScheduling) {
-		if name, err := tas.SetupControllers(mgr, queues, cCache, &cfg, nil); err != nil {
+		if name, err := tas.SetupControllers(mgr, queues, cCache, &cfg, roleTracker); err != nil {
 			return nil, fmt.Errorf("TAS controller %s: %w", name, err)
 		}
 	}
@@ -364,6 +381,7 @@ func (k *kueueProcess) build(ctx context.Context) (_ manager.Manager, err error)
 		jobframework.WithQueues(queues),
 		jobframework.WithObjectRetentionPolicies(cfg.ObjectRetentionPolicies),
 		jobframework.WithManagedJobsNamespaceSelector(nsSelector),
+		jobframework.WithRoleTracker(roleTracker),
 	}
 	// Kueue's RayJob reconciler is process-global; each cluster gets its own
 	// (kueue_rayjob.go).
@@ -375,7 +393,7 @@ func (k *kueueProcess) build(ctx context.Context) (_ manager.Manager, err error)
 		append(jobOpts, jobframework.WithEnabledFrameworks(frameworks))...); err != nil {
 		return nil, fmt.Errorf("job integrations: %w", err)
 	}
-	if name, err := webhooks.Setup(mgr, nil); err != nil {
+	if name, err := webhooks.Setup(mgr, roleTracker); err != nil {
 		return nil, fmt.Errorf("webhook %s: %w", name, err)
 	}
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
@@ -387,9 +405,16 @@ func (k *kueueProcess) build(ctx context.Context) (_ manager.Manager, err error)
 		return nil, err
 	}
 	sched := scheduler.New(queues, cCache, mgr.GetClient(), mgr.GetEventRecorderFor(constants.AdmissionName),
-		scheduler.WithPreemptionExpectations(expectations))
+		scheduler.WithPreemptionExpectations(expectations), scheduler.WithRoleTracker(roleTracker))
 	if err := mgr.Add(sched); err != nil {
 		return nil, err
+	}
+	if k.replica != nil {
+		// cmd/kueue starts it on every replica when VisibilityOnDemand is
+		// on (its default); here every HA replica serves it.
+		if err := k.replica.addVisibility(mgr, queues, &cfg); err != nil {
+			return nil, err
+		}
 	}
 	if features.Enabled(features.MultiKueueClusterProfile) {
 		// Another topology of this process may have turned the gate on while

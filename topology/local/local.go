@@ -70,6 +70,11 @@ type Options struct {
 	// then do not say who made each change. Audit costs little (see the
 	// README's Performance section).
 	DisableAudit bool
+	// HA runs the manager's and/or the workers' Kueue as several replicas
+	// with leader election, webhooks and the visibility API on every replica
+	// (see HA and Provider.Replicas). Zero: $MKTK_HA decides (HAFromEnv),
+	// else one Kueue per cluster.
+	HA HA
 	// Logger receives what Kueue and controller-runtime log through
 	// controller-runtime's process-global logger (each cluster's own Kueue
 	// log goes to kueue.log in its directory). In-process Kueue needs that
@@ -140,6 +145,10 @@ func New(ctx context.Context, opts topology.Options, lopts Options) (*topology.T
 			return nil, fmt.Errorf("local: %w", err)
 		}
 		opts.Connector = c
+	}
+	lopts, err := haFromEnvUnlessSet(lopts)
+	if err != nil {
+		return nil, fmt.Errorf("local: %w", err)
 	}
 	return topology.New(ctx, NewProvider(lopts), opts)
 }
@@ -219,6 +228,10 @@ func (p *Provider) Provision(ctx context.Context, spec topology.Spec) (*topology
 	if err != nil {
 		return nil, nil, err
 	}
+	haCfg, err := writeHAKueueConfig(kueueCfg, p.opts.HA)
+	if err != nil {
+		return nil, nil, err
+	}
 	if !p.opts.DisableAudit {
 		if p.auditPolicy, err = auditPolicy(spec); err != nil {
 			return nil, nil, err
@@ -234,9 +247,10 @@ func (p *Provider) Provision(ctx context.Context, spec topology.Spec) (*topology
 			role, crds = topology.RoleManager, mgrCRDs
 		}
 		fmt.Fprintf(spec.Progress, "local: starting %s cluster %q\n", role, names[i])
-		c, err := p.startCluster(ctx, names[i], role, bins, crds, clusterHooks{kueue: hooks, jobSet: jobSetHooks}, kueueCfg)
+		cfg := p.opts.HA.kueueConfigFor(role, kueueCfg, haCfg)
+		c, err := p.startCluster(ctx, names[i], role, bins, crds, clusterHooks{kueue: hooks, jobSet: jobSetHooks}, cfg)
 		if err == nil {
-			err = publishKueueConfig(ctx, c, spec.Kueue.Namespace, kueueCfg)
+			err = publishKueueConfig(ctx, c, spec.Kueue.Namespace, cfg)
 		}
 		out[i], errs[i] = c, err
 	}
@@ -293,6 +307,9 @@ func (p *Provider) startCluster(ctx context.Context, name string, role topology.
 	if !p.track(lc) {
 		return nil, fmt.Errorf("cluster %q: provider closed during start", name)
 	}
+	if err := lc.prepareHA(p.opts, role); err != nil {
+		return nil, err
+	}
 	if err := cp.start(ctx); err != nil {
 		return nil, err
 	}
@@ -341,10 +358,7 @@ func (p *Provider) startCluster(ctx context.Context, name string, role topology.
 		certDir: certDir, webhookPort: port, batch: p.opts.EventsBatchPeriod, verbosity: p.opts.KueueLogVerbosity,
 		startTimeout: p.opts.StartTimeout,
 	}
-	if err := lc.kueue.start(ctx); err != nil {
-		return nil, err
-	}
-	if err := registerWebhooks(ctx, c, hooks.kueue, lc.kueue.server, port, cp.ca.certPEM); err != nil {
+	if err := lc.startKueue(ctx, c, hooks.kueue); err != nil {
 		return nil, err
 	}
 	if hasCRD(crds, jobSetCRD) {

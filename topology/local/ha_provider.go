@@ -1,0 +1,182 @@
+package local
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+
+	"k8s.io/client-go/rest"
+
+	"github.com/multikueue-testkit/testkit/topology"
+)
+
+// Replica is one replica of an HA cluster's Kueue (see HA), as
+// Provider.Replicas reports it.
+type Replica struct {
+	// Cluster and Name ("kueue-0", "kueue-1", ...) name the replica. Name
+	// is also what its Lease holder identity starts with, as a pod's name
+	// starts a deployed Kueue's.
+	Cluster, Name string
+	// Identity is the holder identity the replica writes into Kueue's
+	// leader Lease while it leads: "<Name>_<uuid>", new at every start.
+	Identity string
+	// Running is false once StopReplica or KillReplica stopped it (until
+	// StartReplica or Lifecycle.StartKueue).
+	Running bool
+	// Ready is its endpoint's readiness as last written to the Services'
+	// EndpointSlices.
+	Ready bool
+	// Visibility reaches this replica's visibility server directly
+	// (https://127.0.0.1:<port>, the cluster's CA, admin credentials), not
+	// through the API server: with it a test asks each replica itself.
+	Visibility *rest.Config
+	// WebhookURL is its webhook server (https://127.0.0.1:<port>), whose
+	// certificate the cluster's CA signs; WebhookCA is that CA.
+	WebhookURL string
+	WebhookCA  []byte
+	// Egress counts the API server's connections to the replica through the
+	// webhook Service and the visibility Service (see EgressStats).
+	WebhookEgress, VisibilityEgress EgressStats
+}
+
+// ReplicasOf returns the Kueue replicas of a cluster of topo, when topo was
+// made by the local provider in HA mode.
+func ReplicasOf(topo *topology.Topology, cluster string) ([]Replica, error) {
+	p, ok := topo.Provider().(*Provider)
+	if !ok {
+		return nil, fmt.Errorf("local: the topology was made by provider %q, not the local one", topo.ProviderName)
+	}
+	return p.Replicas(cluster)
+}
+
+// Replicas returns the Kueue replicas of cluster, in name order. It is an
+// error when the cluster does not run Kueue in HA mode.
+func (p *Provider) Replicas(cluster string) ([]Replica, error) {
+	h, err := p.haCluster(cluster)
+	if err != nil {
+		return nil, err
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make([]Replica, 0, len(h.replicas))
+	for i, k := range h.replicas {
+		r := k.replica
+		out = append(out, Replica{
+			Cluster:          h.cluster,
+			Name:             r.name,
+			Identity:         r.currentIdentity(),
+			Running:          !h.down[r.name],
+			Ready:            h.ready[r.name],
+			Visibility:       h.visibilityConfig(r),
+			WebhookURL:       "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(k.webhookPort)),
+			WebhookCA:        append([]byte(nil), h.caPEM...),
+			WebhookEgress:    h.proxy.statsFor(podAddress(i, h.services.webhookTargetPort)),
+			VisibilityEgress: h.proxy.statsFor(podAddress(i, h.services.visibilityTargetPort)),
+		})
+	}
+	return out, nil
+}
+
+// VisibilityConfigs maps each Kueue replica of cluster to a rest.Config
+// reaching its visibility server directly (assert.Checker.PendingVisible
+// asks each replica with it).
+func (p *Provider) VisibilityConfigs(cluster string) (map[string]*rest.Config, error) {
+	rs, err := p.Replicas(cluster)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]*rest.Config, len(rs))
+	for _, r := range rs {
+		out[r.Name] = r.Visibility
+	}
+	return out, nil
+}
+
+func (h *haCluster) visibilityConfig(r *replica) *rest.Config {
+	cfg := h.cp.restConfig()
+	cfg.Host = "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(r.visibilityPort))
+	return cfg
+}
+
+// LeaderReplica returns the replica of cluster whose identity holds Kueue's
+// leader Lease, or "" when none does (between a leader's death and its
+// successor's election).
+func (p *Provider) LeaderReplica(ctx context.Context, cluster string) (string, error) {
+	h, err := p.haCluster(cluster)
+	if err != nil {
+		return "", err
+	}
+	return h.leader(ctx)
+}
+
+// StopReplica stops one replica as a pod deleted with SIGTERM stops: its
+// endpoints turn terminating, the manager stops (webhooks, visibility,
+// controllers) and, if it leads, releases the Lease, so another replica takes
+// over within a RetryPeriod.
+func (p *Provider) StopReplica(_ context.Context, cluster, name string) error {
+	h, k, err := p.haReplica(cluster, name)
+	if err != nil {
+		return err
+	}
+	return h.stopReplica(k, false)
+}
+
+// KillReplica stops one replica as a crashed process stops: its network to
+// the API server is cut first, so it releases nothing and writes nothing on
+// its way out; its webhook and visibility servers close; its endpoints stay
+// ready until the readiness probe fails (within HA.ProbePeriod). If it led,
+// another replica takes over once the Lease expires (about LeaseDuration).
+func (p *Provider) KillReplica(_ context.Context, cluster, name string) error {
+	h, k, err := p.haReplica(cluster, name)
+	if err != nil {
+		return err
+	}
+	return h.stopReplica(k, true)
+}
+
+// StartReplica starts a stopped or killed replica again (a new identity; it
+// follows until it wins the Lease).
+func (p *Provider) StartReplica(ctx context.Context, cluster, name string) error {
+	h, k, err := p.haReplica(cluster, name)
+	if err != nil {
+		return err
+	}
+	return h.startReplica(ctx, k)
+}
+
+// StopVisibility stops only the visibility server of one replica, leaving
+// its manager and webhooks running and its endpoint ready: a replica whose
+// visibility handler is broken, for tests. Starting the replica again after
+// StopReplica brings it back.
+func (p *Provider) StopVisibility(_ context.Context, cluster, name string) error {
+	_, k, err := p.haReplica(cluster, name)
+	if err != nil {
+		return err
+	}
+	return k.replica.stopVisibility()
+}
+
+func (p *Provider) haCluster(cluster string) (*haCluster, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, lc := range p.clusters {
+		if lc.name != cluster {
+			continue
+		}
+		if lc.ha == nil || len(lc.ha.replicas) == 0 {
+			return nil, fmt.Errorf("local: cluster %q does not run Kueue in HA mode (local.Options.HA)", cluster)
+		}
+		return lc.ha, nil
+	}
+	return nil, fmt.Errorf("local: no cluster %q", cluster)
+}
+
+func (p *Provider) haReplica(cluster, name string) (*haCluster, *kueueProcess, error) {
+	h, err := p.haCluster(cluster)
+	if err != nil {
+		return nil, nil, err
+	}
+	k, err := h.replica(name)
+	return h, k, err
+}
