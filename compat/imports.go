@@ -32,6 +32,7 @@ import (
 	"github.com/multikueue-testkit/testkit/observe"
 	"github.com/multikueue-testkit/testkit/scenario"
 	"github.com/multikueue-testkit/testkit/scenario/envfuncs"
+	"github.com/multikueue-testkit/testkit/scenario/report"
 	"github.com/multikueue-testkit/testkit/topology"
 	"github.com/multikueue-testkit/testkit/topology/capz"
 	"github.com/multikueue-testkit/testkit/topology/capz/capztest"
@@ -61,6 +62,9 @@ var (
 	_ = assert.For
 	_ = scenario.Observe
 	_ = scenario.DispatchJobs
+	_ = scenario.Classify
+	_ = report.Scale
+	_ = report.NewValidator
 	_ = envfuncs.SetupTopology
 )
 
