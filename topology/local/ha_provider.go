@@ -157,6 +157,32 @@ func (p *Provider) StopVisibility(_ context.Context, cluster, name string) error
 	return k.replica.stopVisibility()
 }
 
+// PartitionReplica cuts one replica's network to its API server and
+// leaves it running (heal with HealReplica): its caches and queues stop
+// following the cluster, while its webhook and visibility servers keep
+// answering — from stale state. A partitioned leader cannot renew the Lease:
+// controller-runtime stops it after RenewDeadline, as the real process
+// exits, and another replica takes over.
+func (p *Provider) PartitionReplica(_ context.Context, cluster, name string) error {
+	_, k, err := p.haReplica(cluster, name)
+	if err != nil {
+		return err
+	}
+	k.replica.net.setCut(true)
+	return nil
+}
+
+// HealReplica ends PartitionReplica: the replica reaches its API server again
+// and its informers catch up.
+func (p *Provider) HealReplica(_ context.Context, cluster, name string) error {
+	_, k, err := p.haReplica(cluster, name)
+	if err != nil {
+		return err
+	}
+	k.replica.net.setCut(false)
+	return nil
+}
+
 func (p *Provider) haCluster(cluster string) (*haCluster, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
