@@ -1,34 +1,54 @@
-// Command mktk prepares what the local topology needs ahead of time.
+// Command mktk prepares and runs local MultiKueue topologies.
 //
-//	go run github.com/multikueue-testkit/testkit/cmd/mktk assets
+//	mktk assets                    build or locate kube-apiserver, etcd, kube-controller-manager
+//	mktk up --workers 3            start 1 manager + 3 workers and keep them up until Ctrl-C
+//	mktk scale --workers 2,5,10,19 --jobs 200 --out DIR
+//	                               scale runs: per N, a smoke gate then the load; JSONL, plots, report.html
 //
-// builds kube-apiserver, etcd and kube-controller-manager from the Go module
-// proxy (or finds them in $KUBEBUILDER_ASSETS or the cache) and prints the
-// directory of the first two, ready to export as KUBEBUILDER_ASSETS.
+// assets builds kube-apiserver, etcd and kube-controller-manager from the Go
+// module proxy (or finds them in $KUBEBUILDER_ASSETS or the cache) and
+// prints the directory of the first two, ready to export as
+// KUBEBUILDER_ASSETS. See `mktk up -h` and `mktk scale -h` for the others.
 package main
 
 import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"syscall"
 
 	"github.com/multikueue-testkit/testkit/internal/assets"
 )
 
 func main() {
-	os.Exit(run(os.Args[1:]))
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-func run(args []string) int {
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		switch args[0] {
+		case "up":
+			return up(args[1:], stdout, stderr)
+		case "scale":
+			return scale(args[1:], stdout, stderr)
+		}
+	}
+	return assetsCmd(args, stdout, stderr)
+}
+
+// assetsCmd is `mktk [flags] assets`.
+func assetsCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("mktk", flag.ContinueOnError)
+	fs.SetOutput(stderr)
 	kube := fs.String("kubernetes-version", assets.DefaultKubernetesVersion, "kube-apiserver version to build")
 	etcd := fs.String("etcd-version", assets.DefaultEtcdVersion, "etcd version to build")
 	cache := fs.String("cache-dir", "", "where built binaries are kept (default: $"+assets.EnvCacheDir+" or the user cache dir)")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: mktk [flags] assets\n\nflags:\n")
+		fmt.Fprintf(fs.Output(), "usage: mktk [flags] assets | mktk up [flags] | mktk scale [flags]\n\nflags of assets:\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -38,15 +58,20 @@ func run(args []string) int {
 		fs.Usage()
 		return 2
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := signalContext()
 	defer stop()
-	b, err := assets.Ensure(ctx, assets.Options{KubernetesVersion: *kube, EtcdVersion: *etcd, CacheDir: *cache, Progress: os.Stderr})
+	b, err := assets.Ensure(ctx, assets.Options{KubernetesVersion: *kube, EtcdVersion: *etcd, CacheDir: *cache, Progress: stderr})
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "mktk:", err)
+		fmt.Fprintln(stderr, "mktk:", err)
 		return 1
 	}
-	fmt.Fprintf(os.Stderr, "mktk: kube-controller-manager: %s\n", b.ControllerManager)
-	fmt.Fprintf(os.Stderr, "mktk: kube-apiserver and etcd (%s) in:\n", b.Source)
-	fmt.Println(filepath.Dir(b.APIServer))
+	fmt.Fprintf(stderr, "mktk: kube-controller-manager: %s\n", b.ControllerManager)
+	fmt.Fprintf(stderr, "mktk: kube-apiserver and etcd (%s) in:\n", b.Source)
+	fmt.Fprintln(stdout, filepath.Dir(b.APIServer))
 	return 0
+}
+
+// signalContext ends on SIGINT or SIGTERM.
+func signalContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 }

@@ -170,7 +170,7 @@ func runOne(ctx context.Context, o ScaleOptions, n int, pr *progress) (RunReport
 	defer func() { pr.add(units - done) }()
 
 	peak := sampleMemory(ctx)
-	pr.phase("run %s: starting 1 manager + %d workers", id, n)
+	pr.phase("run %s: starting 1 manager + %d worker(s)", id, n)
 	topo, err := o.Start(ctx, n)
 	if err != nil {
 		err = &scenario.InfraError{Op: fmt.Sprintf("start 1 manager + %d worker(s)", n), Err: err}
