@@ -4,53 +4,80 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
+	"strings"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/multikueue-testkit/testkit/workload"
+	"github.com/multikueue-testkit/testkit/observe"
+	"github.com/multikueue-testkit/testkit/topology"
 )
 
-// DispatchOptions shape DispatchJobs.
+// DispatchOptions shape Dispatch and DispatchJobs.
 type DispatchOptions struct {
-	// Jobs is how many batch/Jobs to submit at once; default 1.
+	// Jobs is how many jobs of each kind to submit at once (DispatchJobs:
+	// how many batch/Jobs); default 1.
 	Jobs int
+	// Kinds are the job kinds to submit, mixed (Dispatch only); default
+	// every kind the topology's integrations enable (Kinds).
+	Kinds []observe.Kind
 	// Namespace; default the topology's first queue namespace.
 	Namespace string
-	// NamePrefix for the Jobs; default "dispatch".
+	// NamePrefix for the jobs; default the scenario's name in lower case.
 	NamePrefix string
-	// CPU and Memory requested by each Job; default "1" and "1Gi".
+	// CPU and Memory requested by each pod; default "1" and "1Gi".
 	CPU, Memory string
-	// RunFor is each Job's run time on the worker; default 1s.
+	// RunFor is each job's run time on the worker; default 1s.
 	RunFor time.Duration
+	// Fails makes every job fail (Dispatch only).
+	Fails bool
+	// AllowIdleKinds: a job kind other than batch/Job none of whose remote
+	// copies starts within StartTimeout of being placed is judged on
+	// placement only (ExactlyOnceAdmitted, NominationCleared, LosersCleaned),
+	// reported in the result's IdleKinds, and its jobs deleted, instead of
+	// failing the scenario. For topologies where no controller runs that
+	// kind (the local topology has no JobSet or KubeRay controller until it
+	// gets them).
+	AllowIdleKinds bool
+	// StartTimeout bounds that wait; default DefaultStartTimeout.
+	StartTimeout time.Duration
 }
 
-// DispatchResult lists the Jobs a dispatch created.
+// DispatchResult lists the jobs a dispatch created.
 type DispatchResult struct {
+	// Jobs are the batch/Jobs among Objects.
 	Jobs []*batchv1.Job
+	// Objects are every job object submitted, in submission order.
+	Objects []client.Object
+	// Placement maps each job ("Job default/dispatch-job-0") to the worker
+	// its Workload was last placed on.
+	Placement map[string]string
+	// IdleKinds are the kinds judged on placement only (AllowIdleKinds).
+	IdleKinds []observe.Kind
 }
 
-// DispatchJobs is the canonical MultiKueue behaviour for batch/Job: it
-// submits the Jobs to the manager concurrently, then checks for each that it
-// was admitted on exactly one worker whose name the manager's clusterName
-// carries, with the remote Job labelled with the prebuilt workload name
-// (ExactlyOnceAdmitted); that nominations were cleared once placed
-// (NominationCleared); that the manager Workload finished (Finished); and
-// finally that no remote Workload or Job is left on any worker (NoOrphans).
-// The error joins every failed check.
-func DispatchJobs(ctx context.Context, env *Env, o DispatchOptions) (DispatchResult, error) {
+// PerWorker counts the placements per worker.
+func (r DispatchResult) PerWorker() map[string]int {
+	out := map[string]int{}
+	for _, w := range r.Placement {
+		out[w]++
+	}
+	return out
+}
+
+func (o *DispatchOptions) defaults(name string) error {
 	if o.Jobs == 0 {
 		o.Jobs = 1
 	}
 	if o.Jobs < 0 {
-		return DispatchResult{}, fmt.Errorf("scenario: DispatchOptions.Jobs: %d is negative", o.Jobs)
-	}
-	if o.Namespace == "" {
-		o.Namespace = env.Topo.Spec.Queues.Namespaces[0]
+		return fmt.Errorf("scenario %s: DispatchOptions.Jobs: %d is negative", name, o.Jobs)
 	}
 	if o.NamePrefix == "" {
-		o.NamePrefix = "dispatch"
+		o.NamePrefix = strings.ToLower(name)
+	}
+	if err := checkPrefix(name, "DispatchOptions.NamePrefix", o.NamePrefix); err != nil {
+		return err
 	}
 	if o.CPU == "" {
 		o.CPU = "1"
@@ -61,38 +88,166 @@ func DispatchJobs(ctx context.Context, env *Env, o DispatchOptions) (DispatchRes
 	if o.RunFor == 0 {
 		o.RunFor = time.Second
 	}
-	jobs := make([]*batchv1.Job, o.Jobs)
-	for i := range jobs {
-		jobs[i] = workload.NewJob(fmt.Sprintf("%s-%d", o.NamePrefix, i), o.Namespace).
-			Queue(env.Topo.Spec.Queues.LocalQueue).Requests(o.CPU, o.Memory).RunFor(o.RunFor).Obj()
+	if o.RunFor < 0 {
+		return fmt.Errorf("scenario %s: DispatchOptions.RunFor: %s is negative", name, o.RunFor)
 	}
-	res := DispatchResult{Jobs: jobs}
-	mgr := env.Topo.Manager
-	errs := make([]error, len(jobs))
-	var wg sync.WaitGroup
-	for i, j := range jobs {
-		wg.Go(func() {
-			if err := mgr.Client.Create(ctx, j); err != nil {
-				errs[i] = fmt.Errorf("cluster %q: create Job %s/%s: %w", mgr.Name, j.Namespace, j.Name, err)
+	if o.StartTimeout == 0 {
+		o.StartTimeout = DefaultStartTimeout
+	}
+	return nil
+}
+
+// templates returns Jobs jobs of each kind, interleaved (a, b, a, b, ...),
+// named <prefix>-<kind>-<i>.
+func (o DispatchOptions) templates(ns string, kinds []observe.Kind) []JobTemplate {
+	var out []JobTemplate
+	for i := range o.Jobs {
+		for _, k := range kinds {
+			out = append(out, JobTemplate{
+				Kind: k, Name: fmt.Sprintf("%s-%s-%d", o.NamePrefix, strings.ToLower(string(k)), i), Namespace: ns,
+				CPU: o.CPU, Memory: o.Memory, RunFor: o.RunFor, Fails: o.Fails,
+			})
+		}
+	}
+	return out
+}
+
+// Dispatch is the canonical dispatch scenario for every job kind at once:
+// it submits Jobs jobs of each kind in Kinds to the manager concurrently
+// (mixed), then checks for each that it was admitted on exactly one worker
+// (ExactlyOnceAdmitted), that its nominations were cleared once placed
+// (NominationCleared) and its losing copies deleted (LosersCleaned), that
+// it finished (Finished) with the outcome it was built for and the manager
+// job's final status identical to the remote one (StatusSynced); then that
+// no ClusterQueue went over quota during the scenario (QuotaRespected,
+// from the scenario's start) and nothing is left on the workers
+// (NoOrphans). The error joins every failed check.
+func Dispatch(ctx context.Context, env *Env, o DispatchOptions) (DispatchResult, error) {
+	r, err := begin(env, "Dispatch")
+	if err != nil {
+		return DispatchResult{}, err
+	}
+	if err := o.defaults(r.name); err != nil {
+		return DispatchResult{}, err
+	}
+	kinds, err := checkKinds(env, "DispatchOptions.Kinds", o.Kinds)
+	if err != nil {
+		return DispatchResult{}, err
+	}
+	objs, err := r.build(o.templates(r.namespace(o.Namespace), kinds))
+	if err != nil {
+		return DispatchResult{}, err
+	}
+	return r.dispatch(ctx, objs, o)
+}
+
+// dispatch submits objs and judges them as Dispatch does.
+func (r *run) dispatch(ctx context.Context, objs []client.Object, o DispatchOptions) (DispatchResult, error) {
+	res := DispatchResult{Objects: objs, Placement: map[string]string{}}
+	for _, ob := range objs {
+		if j, ok := ob.(*batchv1.Job); ok {
+			res.Jobs = append(res.Jobs, j)
+		}
+	}
+	if err := r.submit(ctx, objs); err != nil {
+		return res, err
+	}
+	var errs []error
+	errs = append(errs, r.judge(ctx, objs, r.placementChecks()...))
+	for _, ob := range objs {
+		if w, err := r.placement(ctx, ob); err == nil && w != "" {
+			res.Placement[ref(ob)] = w
+		}
+	}
+	idle := r.idleKinds(ctx, objs, o.StartTimeout)
+	idleObjs, running := ofKinds(objs, idle)
+	if len(idle) > 0 {
+		if o.AllowIdleKinds {
+			res.IdleKinds = idle
+			errs = append(errs, r.deleteAll(ctx, idleObjs))
+		} else {
+			for _, k := range idle {
+				errs = append(errs, r.errorf("no %s started on its worker within %s of being placed: nothing runs %ss on the workers (set AllowIdleKinds to judge placement only)", k, o.StartTimeout, k))
 			}
-		})
+			running = objs
+		}
 	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	errs = append(errs, r.judge(ctx, running, append(r.runChecks(), r.outcomeCheck())...))
+	errs = append(errs, r.chk.QuotaRespected(ctx), r.chk.NoOrphans(ctx))
+	return res, errors.Join(errs...)
+}
+
+// outcomeCheck checks that the manager's job ended as it was built to:
+// failed with the outcome annotation set to Failed, else succeeded.
+func (r *run) outcomeCheck() check {
+	return check{"outcome", func(_ context.Context, o client.Object) error {
+		want := observe.JobSucceeded
+		if o.GetAnnotations()[topology.AnnotationOutcome] == topology.OutcomeFailed {
+			want = observe.JobFailed
+		}
+		if got := r.outcome(o); got != want {
+			if got == "" {
+				got = "no final state"
+			}
+			return r.errorf("cluster %q: %s ended with %s, built to end %s", r.env.Topo.Manager.Name, ref(o), got, want)
+		}
+		return nil
+	}}
+}
+
+// Dispatch runs Dispatch and reports its error.
+func (r *Runner) Dispatch(ctx context.Context, o DispatchOptions) (DispatchResult, bool) {
+	r.h.Helper()
+	res, err := Dispatch(ctx, r.env, o)
+	return res, r.report(err)
+}
+
+// DispatchJobs is the canonical MultiKueue behaviour for batch/Job: it
+// submits the Jobs to the manager concurrently, then checks for each that it
+// was admitted on exactly one worker whose name the manager's clusterName
+// carries, with the remote Job labelled with the prebuilt workload name
+// (ExactlyOnceAdmitted); that nominations were cleared once placed
+// (NominationCleared); that the manager Workload finished (Finished); and
+// finally that no remote Workload or Job is left on any worker (NoOrphans).
+// The error joins every failed check. Dispatch judges more (LosersCleaned,
+// StatusSynced, the outcome, QuotaRespected) and every job kind.
+func DispatchJobs(ctx context.Context, env *Env, o DispatchOptions) (DispatchResult, error) {
+	r, err := begin(env, "DispatchJobs")
+	if err != nil {
+		return DispatchResult{}, err
+	}
+	if o.NamePrefix == "" {
+		o.NamePrefix = "dispatch"
+	}
+	if err := o.defaults(r.name); err != nil {
+		return DispatchResult{}, err
+	}
+	ns := r.namespace(o.Namespace)
+	tmpls := make([]JobTemplate, o.Jobs)
+	for i := range tmpls {
+		tmpls[i] = JobTemplate{Kind: observe.KindJob, Name: fmt.Sprintf("%s-%d", o.NamePrefix, i), Namespace: ns, CPU: o.CPU, Memory: o.Memory, RunFor: o.RunFor}
+	}
+	objs, err := r.build(tmpls)
+	if err != nil {
+		return DispatchResult{}, err
+	}
+	res := DispatchResult{Objects: objs, Placement: map[string]string{}}
+	for _, ob := range objs {
+		res.Jobs = append(res.Jobs, ob.(*batchv1.Job))
+	}
+	if err := r.submit(ctx, objs); err != nil {
 		return res, err
 	}
-	for i, j := range jobs {
-		wg.Go(func() {
-			errs[i] = errors.Join(
-				env.Check.ExactlyOnceAdmitted(ctx, j),
-				env.Check.NominationCleared(ctx, j),
-				env.Check.Finished(ctx, j),
-			)
-		})
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	if err := r.judge(ctx, objs,
+		check{"ExactlyOnceAdmitted", r.chk.ExactlyOnceAdmitted},
+		check{"NominationCleared", r.chk.NominationCleared},
+		check{"Finished", r.chk.Finished}); err != nil {
 		return res, err
 	}
-	return res, env.Check.NoOrphans(ctx)
+	for _, ob := range objs {
+		if w, err := r.placement(ctx, ob); err == nil && w != "" {
+			res.Placement[ref(ob)] = w
+		}
+	}
+	return res, r.chk.NoOrphans(ctx)
 }

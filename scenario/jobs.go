@@ -1,0 +1,335 @@
+package scenario
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	"github.com/multikueue-testkit/testkit/assert"
+	"github.com/multikueue-testkit/testkit/internal/poll"
+	"github.com/multikueue-testkit/testkit/observe"
+	"github.com/multikueue-testkit/testkit/workload"
+)
+
+// JobTemplate describes one job a scenario submits, whatever its kind.
+type JobTemplate struct {
+	Kind            observe.Kind
+	Name, Namespace string
+	// Queue is the LocalQueue.
+	Queue string
+	// CPU and Memory requested by each pod.
+	CPU, Memory string
+	// RunFor is the run time on the worker (pods' sleep; the local
+	// executor's annotation).
+	RunFor time.Duration
+	// Fails makes the job fail.
+	Fails bool
+}
+
+// Build returns the job object of the template's kind, built with package
+// workload; an error names a kind it has no builder for.
+func (j JobTemplate) Build() (client.Object, error) {
+	switch j.Kind {
+	case observe.KindJob:
+		b := workload.NewJob(j.Name, j.Namespace).Queue(j.Queue).Requests(j.CPU, j.Memory).RunFor(j.RunFor)
+		if j.Fails {
+			b.Fails()
+		}
+		return b.Obj(), nil
+	case observe.KindJobSet:
+		b := workload.NewJobSet(j.Name, j.Namespace).Queue(j.Queue).Requests(j.CPU, j.Memory).RunFor(j.RunFor)
+		if j.Fails {
+			b.Fails()
+		}
+		return b.Obj(), nil
+	}
+	return nil, fmt.Errorf("scenario: job kind %q: package workload has no builder for it (buildable: %v)", j.Kind, buildableKinds())
+}
+
+// buildableKinds are the job kinds JobTemplate.Build can build.
+func buildableKinds() []observe.Kind { return []observe.Kind{observe.KindJob, observe.KindJobSet} }
+
+// Kinds returns the job kinds the topology's Kueue integrations enable that
+// the scenarios can build: batch/Job always, JobSet with its integration.
+// RayJob, although watched with its integration, has no builder yet and is
+// left out.
+func Kinds(env *Env) []observe.Kind {
+	var out []observe.Kind
+	for _, k := range observe.JobKindsFor(env.Topo.Spec.Kueue.Integrations) {
+		if slices.Contains(buildableKinds(), k) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// checkKinds validates requested kinds against the topology: each must be
+// buildable and enabled by an integration. Empty means Kinds(env).
+func checkKinds(env *Env, field string, kinds []observe.Kind) ([]observe.Kind, error) {
+	if len(kinds) == 0 {
+		return Kinds(env), nil
+	}
+	enabled := observe.JobKindsFor(env.Topo.Spec.Kueue.Integrations)
+	for i, k := range kinds {
+		if !slices.Contains(buildableKinds(), k) {
+			return nil, fmt.Errorf("scenario: %s[%d]: %q has no builder (buildable: %v)", field, i, k, buildableKinds())
+		}
+		if !slices.Contains(enabled, k) {
+			return nil, fmt.Errorf("scenario: %s[%d]: %q is not enabled by the topology's Kueue integrations %v", field, i, k, env.Topo.Spec.Kueue.Integrations)
+		}
+	}
+	return kinds, nil
+}
+
+// checkPrefix checks that names made from prefix ("<prefix>-jobset-12")
+// are valid object names.
+func checkPrefix(scenario, field, prefix string) error {
+	if errs := validation.IsDNS1123Label(prefix + "-jobset-0"); len(errs) > 0 {
+		return fmt.Errorf("scenario %s: %s: %q does not make valid job names: %s", scenario, field, prefix, errs[0])
+	}
+	return nil
+}
+
+// run is one scenario's run on an Env: a Checker judging topology-wide
+// history from the run's start (Checker.Since), so that scenarios sharing a
+// topology are each judged on their own time.
+type run struct {
+	env   *Env
+	chk   *assert.Checker
+	name  string
+	start time.Time
+}
+
+func begin(env *Env, name string) (*run, error) {
+	if env == nil || env.Topo == nil || env.Obs == nil || env.Check == nil {
+		return nil, fmt.Errorf("scenario %s: the Env is not set up (use scenario.Observe)", name)
+	}
+	chk := *env.Check
+	now := time.Now()
+	if chk.Since.Before(now) {
+		chk.Since = now
+	}
+	return &run{env: env, chk: &chk, name: name, start: now}, nil
+}
+
+func (r *run) errorf(format string, args ...any) error {
+	return fmt.Errorf("scenario %s: "+format, append([]any{r.name}, args...)...)
+}
+
+// namespace is the namespace jobs go to by default.
+func (r *run) namespace(ns string) string {
+	if ns != "" {
+		return ns
+	}
+	return r.env.Topo.Spec.Queues.Namespaces[0]
+}
+
+// build builds the templates.
+func (r *run) build(tmpls []JobTemplate) ([]client.Object, error) {
+	objs := make([]client.Object, len(tmpls))
+	for i, t := range tmpls {
+		if t.Queue == "" {
+			t.Queue = r.env.Topo.Spec.Queues.LocalQueue
+		}
+		o, err := t.Build()
+		if err != nil {
+			return nil, r.errorf("%w", err)
+		}
+		objs[i] = o
+	}
+	return objs, nil
+}
+
+// submit creates objs on the manager concurrently. Each error names the
+// cluster and the object.
+func (r *run) submit(ctx context.Context, objs []client.Object) error {
+	mgr := r.env.Topo.Manager
+	errs := make([]error, len(objs))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 32)
+	for i, o := range objs {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			if err := mgr.Client.Create(ctx, o); err != nil {
+				errs[i] = fmt.Errorf("cluster %q: create %s: %w", mgr.Name, ref(o), err)
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// ref names a job object: "Job default/a".
+func ref(o client.Object) string {
+	k, ok := observe.JobKindOf(o)
+	if !ok {
+		k = observe.Kind(fmt.Sprintf("%T", o))
+	}
+	return fmt.Sprintf("%s %s/%s", k, o.GetNamespace(), o.GetName())
+}
+
+// check is one per-job assertion.
+type check struct {
+	name string
+	fn   func(context.Context, client.Object) error
+}
+
+func (r *run) placementChecks() []check {
+	return []check{
+		{"ExactlyOnceAdmitted", r.chk.ExactlyOnceAdmitted},
+		{"NominationCleared", r.chk.NominationCleared},
+		{"LosersCleaned", r.chk.LosersCleaned},
+	}
+}
+
+func (r *run) runChecks() []check {
+	return []check{
+		{"Finished", r.chk.Finished},
+		{"StatusSynced", r.chk.StatusSynced},
+	}
+}
+
+// judge runs checks on every object, objects concurrently (up to 64 at a
+// time), and joins the failures.
+func (r *run) judge(ctx context.Context, objs []client.Object, checks ...check) error {
+	errs := make([]error, len(objs))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 64)
+	for i, o := range objs {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			var es []error
+			for _, c := range checks {
+				es = append(es, c.fn(ctx, o))
+			}
+			errs[i] = errors.Join(es...)
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// DefaultStartTimeout is how long a scenario waits, after a job kind's
+// workloads were placed, for one of them to start on its worker before it
+// concludes that nothing runs that kind there.
+const DefaultStartTimeout = 30 * time.Second
+
+// idleKinds waits (up to timeout) until, for each job kind among objs
+// other than batch/Job, a remote copy of one of its objects started on a
+// worker, and returns the kinds none of whose copies started. batch/Job is
+// never presumed idle: every cluster runs it.
+func (r *run) idleKinds(ctx context.Context, objs []client.Object, timeout time.Duration) []observe.Kind {
+	byKind := map[observe.Kind][]client.Object{}
+	for _, o := range objs {
+		if k, _ := observe.JobKindOf(o); k != observe.KindJob {
+			byKind[k] = append(byKind[k], o)
+		}
+	}
+	var idle []observe.Kind
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for k, os := range byKind {
+		wg.Go(func() {
+			err := poll.Until(ctx, timeout, fmt.Sprintf("a %s to start on a worker", k), func(context.Context) error {
+				for _, o := range os {
+					evs, _ := r.env.Obs.History(k, o.GetNamespace(), o.GetName())
+					for _, e := range evs {
+						if e.Cluster != r.env.Topo.Manager.Name && e.Type == observe.JobStarted {
+							return nil
+						}
+					}
+				}
+				return errors.New("none started")
+			})
+			if err != nil {
+				mu.Lock()
+				idle = append(idle, k)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	slices.Sort(idle)
+	return idle
+}
+
+// outcome returns the final state the manager's job object reached
+// (observe.JobSucceeded or observe.JobFailed), "" if none.
+func (r *run) outcome(o client.Object) observe.Type {
+	k, _ := observe.JobKindOf(o)
+	evs, _ := r.env.Obs.History(k, o.GetNamespace(), o.GetName())
+	for _, e := range evs {
+		if e.Cluster == r.env.Topo.Manager.Name && (o.GetUID() == "" || e.UID == o.GetUID()) && (e.Type == observe.JobSucceeded || e.Type == observe.JobFailed) {
+			return e.Type
+		}
+	}
+	return ""
+}
+
+// placement returns the worker each object's Workload was last placed on,
+// from the manager's recorded status.clusterName ("" when never placed).
+func (r *run) placement(ctx context.Context, o client.Object) (string, error) {
+	key, err := r.workloadKey(ctx, o)
+	if err != nil {
+		return "", err
+	}
+	evs, _ := r.env.Obs.History(observe.KindWorkload, key.Namespace, key.Name)
+	last := ""
+	for _, e := range evs {
+		if e.Cluster == r.env.Topo.Manager.Name && e.Type == observe.ClusterNameSet && len(e.Values) > 0 && e.Values[0] != "" {
+			last = e.Values[0]
+		}
+	}
+	return last, nil
+}
+
+// workloadKey finds the manager Workload of a job object (by Kueue's
+// job-uid label) in the Observer's cache.
+func (r *run) workloadKey(ctx context.Context, o client.Object) (client.ObjectKey, error) {
+	mgr := r.env.Topo.Manager.Name
+	var key client.ObjectKey
+	err := poll.Until(ctx, r.chk.Timeout, fmt.Sprintf("cluster %q: the Workload of %s", mgr, ref(o)), func(ctx context.Context) error {
+		var wls kueue.WorkloadList
+		if err := r.env.Obs.Reader(mgr).List(ctx, &wls, client.InNamespace(o.GetNamespace()), client.MatchingLabels{observe.LabelJobUID: string(o.GetUID())}); err != nil {
+			return err
+		}
+		if len(wls.Items) == 0 {
+			return fmt.Errorf("no Workload labelled %s=%s yet", observe.LabelJobUID, o.GetUID())
+		}
+		key = client.ObjectKeyFromObject(&wls.Items[0])
+		return nil
+	})
+	return key, err
+}
+
+// deleteAll deletes objs from the manager (background propagation), for
+// jobs that will never finish (a kind nothing runs).
+func (r *run) deleteAll(ctx context.Context, objs []client.Object) error {
+	var errs []error
+	for _, o := range objs {
+		if err := client.IgnoreNotFound(r.env.Topo.Manager.Client.Delete(ctx, o, client.PropagationPolicy("Background"))); err != nil {
+			errs = append(errs, fmt.Errorf("cluster %q: delete %s: %w", r.env.Topo.Manager.Name, ref(o), err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func ofKinds(objs []client.Object, kinds []observe.Kind) (in, out []client.Object) {
+	for _, o := range objs {
+		if k, _ := observe.JobKindOf(o); slices.Contains(kinds, k) {
+			in = append(in, o)
+		} else {
+			out = append(out, o)
+		}
+	}
+	return in, out
+}

@@ -1,0 +1,87 @@
+package scenario_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/multikueue-testkit/testkit/scenario"
+	"github.com/multikueue-testkit/testkit/topology"
+	"github.com/multikueue-testkit/testkit/topology/local"
+)
+
+// sharedEnv is a topology shared by the tests of one configuration: started
+// by the first test that asks for it, closed by TestMain after every test ran.
+// Tests on it run one after another, use their own job names, and leave it
+// healthy; scenarios judge topology-wide history from their own start.
+type sharedEnv struct {
+	name string
+	opts topology.Options
+
+	once  sync.Once
+	topo  *topology.Topology
+	env   *scenario.Env
+	err   error
+	setup time.Duration
+}
+
+// get returns the shared Env, starting it on first use.
+func (s *sharedEnv) get(t *testing.T) *scenario.Env {
+	t.Helper()
+	s.once.Do(func() {
+		ctx := context.Background()
+		start := time.Now()
+		s.topo, s.err = local.New(ctx, s.opts, local.Options{})
+		if s.err != nil {
+			return
+		}
+		s.env, s.err = scenario.Observe(ctx, s.topo)
+		s.setup = time.Since(start)
+	})
+	if s.err != nil {
+		t.Fatalf("shared topology %s: %v", s.name, s.err)
+	}
+	if s.setup > 0 {
+		t.Logf("shared topology %s: started in %s (by this test)", s.name, s.setup.Round(time.Millisecond))
+		s.setup = 0
+	}
+	return s.env
+}
+
+func (s *sharedEnv) close() {
+	if s.env != nil {
+		s.env.Close()
+	}
+	if s.topo != nil {
+		if err := s.topo.Close(context.Background()); err != nil {
+			fmt.Fprintf(os.Stderr, "shared topology %s: teardown: %v\n", s.name, err)
+		}
+	}
+}
+
+func dur(d time.Duration) *time.Duration { return &d }
+
+// Shared configurations.
+var (
+	// mixed: 1 manager + 3 workers, AllAtOnce, batch/Job and JobSet.
+	mixed = &sharedEnv{name: "mixed", opts: topology.Options{Workers: 3, Kueue: topology.KueueOptions{
+		Integrations: []string{topology.IntegrationBatchJob, topology.IntegrationJobSet},
+	}}}
+	// resilient: 1 manager + 3 workers with a 20 s workerLostTimeout and a
+	// 15 s gcInterval, for the outage and restart scenarios.
+	resilient = &sharedEnv{name: "resilient", opts: topology.Options{Workers: 3, Kueue: topology.KueueOptions{
+		WorkerLostTimeout: dur(20 * time.Second),
+		GCInterval:        dur(15 * time.Second),
+	}}}
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	for _, s := range []*sharedEnv{mixed, resilient} {
+		s.close()
+	}
+	os.Exit(code)
+}
