@@ -32,15 +32,9 @@ type DispatchOptions struct {
 	RunFor time.Duration
 	// Fails makes every job fail (Dispatch only).
 	Fails bool
-	// AllowIdleKinds: a job kind other than batch/Job none of whose remote
-	// copies starts within StartTimeout of being placed is judged on
-	// placement only (ExactlyOnceAdmitted, NominationCleared, LosersCleaned),
-	// reported in the result's IdleKinds, and its jobs deleted, instead of
-	// failing the scenario. For topologies where no controller runs that
-	// kind (the local topology has no JobSet or KubeRay controller until it
-	// gets them).
-	AllowIdleKinds bool
-	// StartTimeout bounds that wait; default DefaultStartTimeout.
+	// StartTimeout bounds the wait, after a job kind's workloads were placed,
+	// for one of its remote copies to start; none starting is reported as
+	// nothing running that kind on the workers. Default DefaultStartTimeout.
 	StartTimeout time.Duration
 }
 
@@ -53,8 +47,6 @@ type DispatchResult struct {
 	// Placement maps each job ("Job default/dispatch-job-0") to the worker
 	// its Workload was last placed on.
 	Placement map[string]string
-	// IdleKinds are the kinds judged on placement only (AllowIdleKinds).
-	IdleKinds []observe.Kind
 }
 
 // PerWorker counts the placements per worker.
@@ -159,20 +151,10 @@ func (r *run) dispatch(ctx context.Context, objs []client.Object, o DispatchOpti
 			res.Placement[ref(ob)] = w
 		}
 	}
-	idle := r.idleKinds(ctx, objs, o.StartTimeout)
-	idleObjs, running := ofKinds(objs, idle)
-	if len(idle) > 0 {
-		if o.AllowIdleKinds {
-			res.IdleKinds = idle
-			errs = append(errs, r.deleteAll(ctx, idleObjs))
-		} else {
-			for _, k := range idle {
-				errs = append(errs, r.errorf("no %s started on its worker within %s of being placed: nothing runs %ss on the workers (set AllowIdleKinds to judge placement only)", k, o.StartTimeout, k))
-			}
-			running = objs
-		}
+	for _, k := range r.idleKinds(ctx, objs, o.StartTimeout) {
+		errs = append(errs, r.errorf("no %s started on its worker within %s of being placed: does anything run %ss on the workers?", k, o.StartTimeout, k))
 	}
-	errs = append(errs, r.judge(ctx, running, append(r.runChecks(), r.outcomeCheck())...))
+	errs = append(errs, r.judge(ctx, objs, append(r.runChecks(), r.outcomeCheck())...))
 	errs = append(errs, r.chk.QuotaRespected(ctx), r.chk.NoOrphans(ctx))
 	return res, errors.Join(errs...)
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
@@ -49,17 +50,24 @@ func (j JobTemplate) Build() (client.Object, error) {
 			b.Fails()
 		}
 		return b.Obj(), nil
+	case observe.KindRayJob:
+		b := workload.NewRayJob(j.Name, j.Namespace).Queue(j.Queue).Requests(j.CPU, j.Memory).RunFor(j.RunFor)
+		if j.Fails {
+			b.Fails()
+		}
+		return b.Obj(), nil
 	}
 	return nil, fmt.Errorf("scenario: job kind %q: package workload has no builder for it (buildable: %v)", j.Kind, buildableKinds())
 }
 
 // buildableKinds are the job kinds JobTemplate.Build can build.
-func buildableKinds() []observe.Kind { return []observe.Kind{observe.KindJob, observe.KindJobSet} }
+func buildableKinds() []observe.Kind {
+	return []observe.Kind{observe.KindJob, observe.KindJobSet, observe.KindRayJob}
+}
 
 // Kinds returns the job kinds the topology's Kueue integrations enable that
-// the scenarios can build: batch/Job always, JobSet with its integration.
-// RayJob, although watched with its integration, has no builder yet and is
-// left out.
+// the scenarios can build: batch/Job always, JobSet and RayJob with their
+// integrations.
 func Kinds(env *Env) []observe.Kind {
 	var out []observe.Kind
 	for _, k := range observe.JobKindsFor(env.Topo.Spec.Kueue.Integrations) {
@@ -311,25 +319,10 @@ func (r *run) workloadKey(ctx context.Context, o client.Object) (client.ObjectKe
 	return key, err
 }
 
-// deleteAll deletes objs from the manager (background propagation), for
-// jobs that will never finish (a kind nothing runs).
-func (r *run) deleteAll(ctx context.Context, objs []client.Object) error {
-	var errs []error
-	for _, o := range objs {
-		if err := client.IgnoreNotFound(r.env.Topo.Manager.Client.Delete(ctx, o, client.PropagationPolicy("Background"))); err != nil {
-			errs = append(errs, fmt.Errorf("cluster %q: delete %s: %w", r.env.Topo.Manager.Name, ref(o), err))
-		}
+// jobOf returns o as a batch/Job, if it is one.
+func jobOf(o client.Object) []*batchv1.Job {
+	if j, ok := o.(*batchv1.Job); ok {
+		return []*batchv1.Job{j}
 	}
-	return errors.Join(errs...)
-}
-
-func ofKinds(objs []client.Object, kinds []observe.Kind) (in, out []client.Object) {
-	for _, o := range objs {
-		if k, _ := observe.JobKindOf(o); slices.Contains(kinds, k) {
-			in = append(in, o)
-		} else {
-			out = append(out, o)
-		}
-	}
-	return in, out
+	return nil
 }

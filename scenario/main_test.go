@@ -66,9 +66,10 @@ func dur(d time.Duration) *time.Duration { return &d }
 
 // Shared configurations.
 var (
-	// mixed: 1 manager + 3 workers, AllAtOnce, batch/Job and JobSet.
+	// mixed: 1 manager + 3 workers, AllAtOnce, batch/Job, JobSet and RayJob
+	// (the local workers run the JobSet controller and the KubeRay operator).
 	mixed = &sharedEnv{name: "mixed", opts: topology.Options{Workers: 3, Kueue: topology.KueueOptions{
-		Integrations: []string{topology.IntegrationBatchJob, topology.IntegrationJobSet},
+		Integrations: []string{topology.IntegrationBatchJob, topology.IntegrationJobSet, topology.IntegrationRayJob},
 	}}}
 	// resilient: 1 manager + 3 workers with a 20 s workerLostTimeout and a
 	// 15 s gcInterval, for the outage and restart scenarios.

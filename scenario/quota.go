@@ -52,11 +52,13 @@ type QuotaResult struct {
 	// ManagerSlots and WorkerSlots are how many of the scenario's jobs fit
 	// the manager's ClusterQueue, and all workers' together.
 	ManagerSlots, WorkerSlots int
-	// Peaks over the run: manager reservations, admitted copies on all
-	// workers, Workloads queued on the manager (no reservation yet), and
+	// Peaks over the run: Workloads holding a reservation on the manager;
+	// Workloads admitted on some worker ("running"); copies admitted on the
+	// workers (more than running while AllAtOnce races copies of one
+	// Workload); Workloads queued on the manager (no reservation yet);
 	// Workloads reserved on the manager with no admitted copy anywhere
 	// ("starved").
-	PeakManagerReserved, PeakWorkerAdmitted, PeakQueued, PeakStarved int
+	PeakManagerReserved, PeakRunning, PeakCopies, PeakQueued, PeakStarved int
 	// Evidence describes the moment the provisioning's effect was seen.
 	Evidence string
 }
@@ -94,25 +96,9 @@ func Quota(ctx context.Context, env *Env, o QuotaOptions) (QuotaResult, error) {
 	if o.RunFor == 0 {
 		o.RunFor = 2 * time.Second
 	}
-	req := corev1.ResourceList{}
-	for _, x := range []struct {
-		name  corev1.ResourceName
-		field string
-		val   string
-	}{{corev1.ResourceCPU, "CPU", o.CPU}, {corev1.ResourceMemory, "Memory", o.Memory}} {
-		q, err := resource.ParseQuantity(x.val)
-		if err != nil || q.Sign() <= 0 {
-			return QuotaResult{}, r.errorf("QuotaOptions.%s: %q is not a positive quantity", x.field, x.val)
-		}
-		req[x.name] = q
-	}
-	quotas, err := r.workerQuotas(ctx)
-	if err != nil {
-		return QuotaResult{}, r.errorf("%w", err)
-	}
-	res := QuotaResult{ManagerSlots: slots(quotas[env.Topo.Manager.Name], req)}
-	for _, w := range env.Topo.Workers {
-		res.WorkerSlots += slots(quotas[w.Name], req)
+	res := QuotaResult{}
+	if res.ManagerSlots, res.WorkerSlots, err = r.capacity(ctx, "QuotaOptions", o.CPU, o.Memory); err != nil {
+		return res, err
 	}
 	switch {
 	case res.ManagerSlots == res.WorkerSlots:
@@ -164,6 +150,32 @@ func (r *Runner) Quota(ctx context.Context, o QuotaOptions) (QuotaResult, bool) 
 	return res, r.report(err)
 }
 
+// capacity returns how many jobs requesting cpu and memory fit the manager's
+// ClusterQueue and all workers' together, from the quotas the clusters have.
+func (r *run) capacity(ctx context.Context, field, cpu, memory string) (manager, workers int, err error) {
+	req := corev1.ResourceList{}
+	for _, x := range []struct {
+		name  corev1.ResourceName
+		field string
+		val   string
+	}{{corev1.ResourceCPU, "CPU", cpu}, {corev1.ResourceMemory, "Memory", memory}} {
+		q, err := resource.ParseQuantity(x.val)
+		if err != nil || q.Sign() <= 0 {
+			return 0, 0, r.errorf("%s.%s: %q is not a positive quantity", field, x.field, x.val)
+		}
+		req[x.name] = q
+	}
+	quotas, err := r.workerQuotas(ctx)
+	if err != nil {
+		return 0, 0, r.errorf("%w", err)
+	}
+	manager = slots(quotas[r.env.Topo.Manager.Name], req)
+	for _, w := range r.env.Topo.Workers {
+		workers += slots(quotas[w.Name], req)
+	}
+	return manager, workers, nil
+}
+
 // slots is how many times req fits limit (0 when a requested resource is
 // not covered).
 func slots(limit, req corev1.ResourceList) int {
@@ -189,8 +201,13 @@ func (r *run) provisioningEffect(res *QuotaResult, keys []client.ObjectKey) erro
 		h, _ := r.env.Obs.History(observe.KindWorkload, k.Namespace, k.Name)
 		evs = append(evs, h...)
 	}
-	s := sweep(evs, r.env.Topo.Manager.Name)
-	res.PeakManagerReserved, res.PeakWorkerAdmitted, res.PeakQueued, res.PeakStarved = s.peak.reserved, s.peak.admitted, s.peak.queued, s.peak.starved
+	return judgeProvisioning(res, sweep(evs, r.env.Topo.Manager.Name))
+}
+
+// judgeProvisioning records the peaks of s in res and checks that the
+// effect of res.Provisioning was seen (see Quota).
+func judgeProvisioning(res *QuotaResult, s sweepResult) error {
+	res.PeakManagerReserved, res.PeakRunning, res.PeakCopies, res.PeakQueued, res.PeakStarved = s.peak.reserved, s.peak.running, s.peak.copies, s.peak.queued, s.peak.starved
 	var want func(load) bool
 	var what string
 	switch res.Provisioning {
@@ -199,31 +216,32 @@ func (r *run) provisioningEffect(res *QuotaResult, keys []client.ObjectKey) erro
 		what = "Jobs queued on the manager while it was full"
 	case UnderProvisioned:
 		want = func(l load) bool {
-			return l.queued > 0 && l.reserved >= res.ManagerSlots && l.admitted < res.WorkerSlots
+			return l.queued > 0 && l.reserved >= res.ManagerSlots && l.copies < res.WorkerSlots
 		}
 		what = "Jobs queued on the full manager while the workers had room"
 	case OverProvisioned:
 		want = func(l load) bool {
-			return l.starved > 0 && l.admitted >= res.WorkerSlots && l.reserved > res.WorkerSlots
+			return l.starved > 0 && l.copies >= res.WorkerSlots && l.reserved > res.WorkerSlots
 		}
 		what = "more Workloads reserved on the manager than the workers fit, some with no admitted copy, while every worker was full"
 	}
 	for _, p := range s.points {
 		if want(p.load) {
 			res.Evidence = fmt.Sprintf("at +%s: %d queued on the manager, %d reserved there (fits %d), %d copies admitted on the workers (fit %d), %d reserved with no admitted copy",
-				p.at.Sub(s.t0).Round(time.Millisecond), p.queued, p.reserved, res.ManagerSlots, p.admitted, res.WorkerSlots, p.starved)
+				p.at.Sub(s.t0).Round(time.Millisecond), p.queued, p.reserved, res.ManagerSlots, p.copies, res.WorkerSlots, p.starved)
 			return nil
 		}
 	}
-	return r.errorf("%s manager (fits %d Jobs; the workers %d): never saw %s; peaks: %d reserved on the manager, %d copies admitted on the workers, %d queued on the manager, %d starved",
-		res.Provisioning, res.ManagerSlots, res.WorkerSlots, what, res.PeakManagerReserved, res.PeakWorkerAdmitted, res.PeakQueued, res.PeakStarved)
+	return fmt.Errorf("scenario Quota: %s manager (fits %d Jobs; the workers %d): never saw %s; peaks: %d reserved on the manager, %d running, %d copies admitted on the workers, %d queued on the manager, %d starved",
+		res.Provisioning, res.ManagerSlots, res.WorkerSlots, what, res.PeakManagerReserved, res.PeakRunning, res.PeakCopies, res.PeakQueued, res.PeakStarved)
 }
 
 // load is the state of a set of Workloads at one moment.
 type load struct {
 	reserved int // holding a reservation on the manager
 	queued   int // on the manager, no reservation, not finished
-	admitted int // copies holding a reservation on workers
+	running  int // with at least one copy holding a reservation on a worker
+	copies   int // copies holding a reservation on workers
 	starved  int // reserved on the manager, no copy holding one
 }
 
@@ -284,7 +302,10 @@ func sweep(evs []observe.Event, manager string) sweepResult {
 					held++
 				}
 			}
-			l.admitted += held
+			l.copies += held
+			if held > 0 {
+				l.running++
+			}
 			switch {
 			case x.reserved:
 				l.reserved++
@@ -301,7 +322,8 @@ func sweep(evs []observe.Event, manager string) sweepResult {
 		out.points = append(out.points, point{at: e.Time, load: l})
 		out.peak.reserved = max(out.peak.reserved, l.reserved)
 		out.peak.queued = max(out.peak.queued, l.queued)
-		out.peak.admitted = max(out.peak.admitted, l.admitted)
+		out.peak.running = max(out.peak.running, l.running)
+		out.peak.copies = max(out.peak.copies, l.copies)
 		out.peak.starved = max(out.peak.starved, l.starved)
 	}
 	return out

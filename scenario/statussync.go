@@ -20,9 +20,8 @@ type StatusSyncOptions struct {
 	NamePrefix string
 	// RunFor is each job's run time on the worker; default 1s.
 	RunFor time.Duration
-	// AllowIdleKinds and StartTimeout as in DispatchOptions.
-	AllowIdleKinds bool
-	StartTimeout   time.Duration
+	// StartTimeout as in DispatchOptions.
+	StartTimeout time.Duration
 }
 
 // StatusSync is the status-synchronisation scenario: for each job kind it
@@ -38,7 +37,7 @@ func StatusSync(ctx context.Context, env *Env, o StatusSyncOptions) (DispatchRes
 		return DispatchResult{}, err
 	}
 	d := DispatchOptions{Namespace: o.Namespace, NamePrefix: o.NamePrefix, RunFor: o.RunFor, CPU: "500m", Memory: "256Mi",
-		AllowIdleKinds: o.AllowIdleKinds, StartTimeout: o.StartTimeout}
+		StartTimeout: o.StartTimeout}
 	if err := d.defaults(r.name); err != nil {
 		return DispatchResult{}, err
 	}
