@@ -158,7 +158,7 @@ type CollectInput struct {
 	Jobs []Job
 	// Requests, when set, gives the API requests made to each cluster.
 	Requests *Counter
-	// Memory, when set, gives the resident memory of each cluster's
+	// Memory, when set, gives the memory (PSS) of each cluster's
 	// processes (MemoryByCluster).
 	Memory map[string]int64
 }

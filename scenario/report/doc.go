@@ -14,8 +14,8 @@
 //   - per cluster: placements, the percentiles of those latencies (each
 //     latency counts for the worker it was measured on; loser cleanup for the
 //     worker whose copy was deleted), the API requests the Observer made to
-//     it (Counter, through observe.Options.WrapTransport), the resident
-//     memory of its processes (Linux; the local provider's etcd,
+//     it (Counter, through observe.Options.WrapTransport), the memory
+//     (proportional set size) of its processes (Linux; the local provider's etcd,
 //     kube-apiserver and kube-controller-manager), when its
 //     MultiKueueCluster last became Active and every Active transition seen,
 //     with reasons;

@@ -69,28 +69,42 @@ func parentOf(pid int) (int, bool) {
 	return ppid, err == nil
 }
 
-// rssOf reads VmRSS (bytes) from /proc/<pid>/status.
+// rssOf returns the memory pid uses (bytes): its proportional set size
+// (Pss in /proc/<pid>/smaps_rollup: pages shared with other processes, such
+// as the text of 20 kube-apiservers from one binary, count in part), or
+// VmRSS where smaps_rollup is missing.
 func rssOf(pid int) (int64, bool) {
-	f, err := os.Open(filepath.Join("/proc", strconv.Itoa(pid), "status"))
+	if v, ok := procField(filepath.Join("/proc", strconv.Itoa(pid), "smaps_rollup"), "Pss:"); ok {
+		return v, true
+	}
+	if _, err := os.Stat(filepath.Join("/proc", strconv.Itoa(pid))); err != nil {
+		return 0, false
+	}
+	v, _ := procField(filepath.Join("/proc", strconv.Itoa(pid), "status"), "VmRSS:")
+	return v, true // a zombie has neither
+}
+
+// procField reads a "Key: <n> kB" line of a /proc file, in bytes.
+func procField(path, key string) (int64, bool) {
+	f, err := os.Open(path)
 	if err != nil {
 		return 0, false
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
-			f := strings.Fields(v)
-			if len(f) >= 1 {
-				kb, err := strconv.ParseInt(f[0], 10, 64)
+		if v, ok := strings.CutPrefix(sc.Text(), key); ok {
+			if fs := strings.Fields(v); len(fs) >= 1 {
+				kb, err := strconv.ParseInt(fs[0], 10, 64)
 				return kb * 1024, err == nil
 			}
 		}
 	}
-	return 0, true // a zombie has no VmRSS
+	return 0, false
 }
 
-// TreeMemory is the resident memory (bytes) of this process and every
-// process it started, directly or not. 0 where /proc is missing.
+// TreeMemory is the memory (bytes, proportional set size) of this process
+// and every process it started, directly or not. 0 where /proc is missing.
 func TreeMemory() int64 {
 	var sum int64
 	for _, p := range processTree() {
@@ -99,8 +113,8 @@ func TreeMemory() int64 {
 	return sum
 }
 
-// MemoryByCluster attributes the resident memory of this process's
-// descendants to clusters: a process belongs to cluster c when its command
+// MemoryByCluster attributes the memory (proportional set size) of this
+// process's descendants to clusters: a process belongs to cluster c when its command
 // line names a path under dir/c/ (the local provider keeps each cluster's
 // files in Provider.Dir()/<cluster>). Clusters without processes are absent.
 func MemoryByCluster(dir string, clusters []string) map[string]int64 {

@@ -61,10 +61,12 @@ type Run struct {
 	LoadSeconds float64 `json:"load_seconds"`
 	// DurationSeconds: the whole run, teardown excluded.
 	DurationSeconds float64 `json:"duration_seconds"`
-	// MemoryAfterStartBytes is the resident memory of this process and
-	// every process it started (etcd, kube-apiserver, ...) once the
-	// topology was up; MemoryPeakBytes the highest value sampled (every 2 s)
-	// during the run. Linux only; 0 elsewhere.
+	// MemoryAfterStartBytes is the memory of this process and every
+	// process it started (etcd, kube-apiserver, ...) once the topology was
+	// up, as proportional set size (PSS: pages shared between processes,
+	// such as one binary's text, count once in all); MemoryPeakBytes the
+	// highest value sampled (every 2 s) during the run. Linux only; 0
+	// elsewhere.
 	MemoryAfterStartBytes int64 `json:"memory_after_start_bytes"`
 	MemoryPeakBytes       int64 `json:"memory_peak_bytes"`
 	// Passed: every gate and assertion held.
@@ -112,7 +114,7 @@ type Cluster struct {
 	// APIRequests the library's Observer made to this cluster during the
 	// run (informers' lists and watches).
 	APIRequests int64 `json:"api_requests"`
-	// MemoryBytes: resident memory of this cluster's own processes after
+	// MemoryBytes: memory (PSS) of this cluster's own processes after
 	// start (etcd, kube-apiserver, kube-controller-manager); Kueue runs in
 	// the test process and is not in it. Linux and the local provider only;
 	// 0 elsewhere.

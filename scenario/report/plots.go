@@ -183,7 +183,7 @@ func memoryVsN(path string, runs []RunReport) (string, error) {
 	if len(after) == 0 {
 		return "", nil
 	}
-	p := vsN("resident memory (test process + its clusters' processes)", "GiB")
+	p := vsN("memory, PSS (test process + its clusters' processes)", "GiB")
 	if err := plotutil.AddLinePoints(p, "after start", sortXY(after), "peak during the run", sortXY(peak)); err != nil {
 		return "", err
 	}
