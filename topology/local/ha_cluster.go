@@ -263,10 +263,13 @@ func (h *haCluster) directClient() *http.Client {
 
 // stopReplica stops one replica. Gracefully (kill false), as a pod deleted
 // with SIGTERM: its endpoints turn terminating at once and controller-runtime
-// releases the Lease if it leads (Kueue's config.Load sets
-// LeaderElectionReleaseOnCancel). Killed (kill true), as a crashed process:
-// its network is cut first, so it cannot release the Lease or write anything
-// on its way out; its endpoints stay ready until the readiness probe fails.
+// shuts down in order and releases the Lease if it leads (Kueue's
+// config.Load sets LeaderElectionReleaseOnCancel). Killed (kill true), as a
+// crashed process: its network to its API server is cut and every runnable's
+// context cancelled at once, so it cannot release the Lease, and reconciles
+// in flight abort their requests (to the workers too, which the cut does not
+// reach: MultiKueue's clients are built from the shared kubeconfig Secret);
+// its endpoints stay ready until the readiness probe fails.
 func (h *haCluster) stopReplica(k *kueueProcess, kill bool) error {
 	name := k.replica.name
 	h.mu.Lock()
@@ -277,6 +280,7 @@ func (h *haCluster) stopReplica(k *kueueProcess, kill bool) error {
 	h.mu.Unlock()
 	if kill {
 		k.replica.net.setCut(true)
+		k.replica.crashNow()
 	} else if err := h.writeEndpoints(context.Background(), h.readiness()); err != nil {
 		return err
 	}

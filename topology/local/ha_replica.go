@@ -43,6 +43,12 @@ type replica struct {
 	mu       sync.Mutex
 	identity string // holder identity of the current start, "kueue-0_<uuid>"
 	vis      *visibilityRunnable
+	// crash cancels the context every runnable of the current start runs
+	// in (controller-runtime's BaseContext): all at once, as when a process
+	// dies, instead of controller-runtime's orderly shutdown, which stops
+	// the leader-election runnables (the scheduler, MultiKueue) only after
+	// the others.
+	crash context.CancelFunc
 }
 
 // holderPrefix is how a Lease holder identity names this replica.
@@ -87,10 +93,26 @@ func (r *replica) leaderElection(options *ctrl.Options, cfg configapi.Configurat
 	}
 	options.LeaderElection = true
 	options.LeaderElectionResourceLockInterface = lock
+	base, crash := context.WithCancel(context.Background())
+	options.BaseContext = func() context.Context { return base }
 	r.mu.Lock()
 	r.identity = id
+	if r.crash != nil {
+		r.crash() // the previous start's
+	}
+	r.crash = crash
 	r.mu.Unlock()
 	return nil
+}
+
+// crashNow cancels every runnable of the current start at once.
+func (r *replica) crashNow() {
+	r.mu.Lock()
+	crash := r.crash
+	r.mu.Unlock()
+	if crash != nil {
+		crash()
+	}
 }
 
 // roleTracker is cmd/kueue's setupRoleTracker: a RoleTracker over the

@@ -1,0 +1,115 @@
+package scenario_test
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/multikueue-testkit/testkit/scenario"
+	"github.com/multikueue-testkit/testkit/topology"
+	"github.com/multikueue-testkit/testkit/topology/existing"
+	"github.com/multikueue-testkit/testkit/topology/local"
+)
+
+// TestFailover runs the leader-failover scenario on a local topology whose
+// manager and workers each run Kueue as two replicas: 50 Jobs submitted one
+// every 100ms, the leader killed (a crash: it does not release the Lease)
+// after 12 of them, first the manager's, then worker-1's. Every Job is
+// admitted exactly once and finishes, nothing is orphaned, another replica
+// holds the Lease within LeaseDuration + 2 × RetryPeriod of the kill; the
+// measured takeover and the failed requests during the switch are logged.
+func TestFailover(t *testing.T) {
+	ctx := context.Background()
+	ha := local.HA{Manager: true, Workers: true}
+	start := time.Now()
+	topo, err := local.New(ctx, topology.Options{Workers: 2}, local.Options{HA: ha})
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo.CloseWith(t)
+	t.Logf("HA topology (1 manager + 2 workers, 2 Kueue replicas each) ready in %s", time.Since(start).Round(time.Millisecond))
+	env, err := scenario.Observe(ctx, topo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Close()
+	p := topo.Provider().(*local.Provider)
+	bound := local.DefaultHALeaseDuration + 2*local.DefaultHARetryPeriod
+
+	for _, cluster := range []string{topo.Manager.Name, topo.Workers[0].Name} {
+		t.Run(cluster, func(t *testing.T) {
+			res, err := scenario.Failover(ctx, env, scenario.FailoverOptions{Cluster: cluster, Jobs: 50})
+			t.Log(res)
+			for _, e := range res.FirstErrors {
+				t.Logf("  during the switch: %s", e)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Jobs) != 50 {
+				t.Errorf("%d Jobs created, want 50", len(res.Jobs))
+			}
+			if res.Takeover > bound {
+				t.Errorf("takeover took %s, want at most LeaseDuration + 2 × RetryPeriod = %s", res.Takeover, bound)
+			}
+			if res.SurvivorProbes == 0 || res.SurvivorFailures > 0 {
+				t.Errorf("the surviving replica's visibility API, asked directly: %d requests, %d failed; want all answered", res.SurvivorProbes, res.SurvivorFailures)
+			}
+			// Bring the killed replica back, as its pod would restart.
+			if err := p.StartReplica(ctx, cluster, replicaOf(res.OldLeader)); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+func replicaOf(holder string) string {
+	for i := range holder {
+		if holder[i] == '_' {
+			return holder[:i]
+		}
+	}
+	return holder
+}
+
+// TestFailoverOnRealClusters runs the same scenario on clusters given with
+// MKTK_KUBECONFIGS (topology/existing), where Kueue runs as a Deployment
+// with several replicas (topology/install's KueueOptions.Replicas): the
+// leader's Pod is deleted. Skipped unless MKTK_HA_REAL=1 and
+// MKTK_KUBECONFIGS are set. The cluster is MKTK_HA_CLUSTER (default the
+// manager).
+func TestFailoverOnRealClusters(t *testing.T) {
+	if os.Getenv("MKTK_HA_REAL") != "1" {
+		t.Skip("set MKTK_HA_REAL=1 and MKTK_KUBECONFIGS to run the failover on real clusters")
+	}
+	o, ok, err := existing.FromEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ok {
+		t.Skip("MKTK_KUBECONFIGS is not set")
+	}
+	ctx := context.Background()
+	topo, err := existing.New(ctx, o, topology.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer topo.Close(ctx)
+	env, err := scenario.Observe(ctx, topo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Close()
+	res, err := scenario.Failover(ctx, env, scenario.FailoverOptions{Cluster: os.Getenv("MKTK_HA_CLUSTER"), Jobs: 50, RunFor: 5 * time.Second})
+	t.Log(res)
+	for _, e := range res.FirstErrors {
+		t.Logf("  during the switch: %s", e)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.LeaseDuration > 0 && res.Takeover > 2*res.LeaseDuration+10*time.Second {
+		t.Errorf("takeover took %s with a lease duration of %s", res.Takeover, res.LeaseDuration)
+	}
+}
