@@ -9,6 +9,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation"
+	componentconfig "k8s.io/component-base/config/v1alpha1"
+	"k8s.io/utils/ptr"
 	configapi "sigs.k8s.io/kueue/apis/config/v1beta2"
 
 	"github.com/multikueue-testkit/testkit/topology"
@@ -39,6 +41,12 @@ type KueueOptions struct {
 	// Replicas of the controller manager; default 1. With more, leader
 	// election picks the one that runs the controllers.
 	Replicas int
+	// LeaderElection, when set, replaces the chart's leaderElection section
+	// (Kueue's own configuration type): with Replicas > 1, LeaseDuration,
+	// RenewDeadline and RetryPeriod decide how fast a standby replica takes
+	// over. Unset fields keep Kueue's defaults (leaderElect true, the Lease
+	// c1f6bfd2.kueue.x-k8s.io); the chart's own durations are 15s, 10s, 2s.
+	LeaderElection *componentconfig.LeaderElectionConfiguration
 	// ChartDir loads the chart from this directory instead of charts/kueue
 	// in the pinned Kueue module.
 	ChartDir string
@@ -126,7 +134,16 @@ func planKueue(ctx context.Context, opts KueueOptions) (*kueuePlan, error) {
 	if err != nil {
 		return nil, err
 	}
-	mc, err := buildManagerConfig(ch.chart, opts.Spec.KueueConfiguration(opts.Needs), name)
+	cfg := opts.Spec.KueueConfiguration(opts.Needs)
+	if le := opts.LeaderElection; le != nil {
+		if le.LeaseDuration.Duration < 0 || le.RenewDeadline.Duration < 0 || le.RetryPeriod.Duration < 0 {
+			return nil, fmt.Errorf("install: KueueOptions.LeaderElection: durations may not be negative")
+		}
+		cfg.LeaderElection = le.DeepCopy()
+		cfg.LeaderElection.LeaderElect = cmp.Or(le.LeaderElect, ptr.To(true))
+		cfg.LeaderElection.ResourceName = cmp.Or(le.ResourceName, configapi.DefaultLeaderElectionID)
+	}
+	mc, err := buildManagerConfig(ch.chart, cfg, name)
 	if err != nil {
 		return nil, err
 	}

@@ -14,9 +14,11 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	componentconfig "k8s.io/component-base/config/v1alpha1"
 	"k8s.io/utils/ptr"
 	configapi "sigs.k8s.io/kueue/apis/config/v1beta2"
 	kueueconfig "sigs.k8s.io/kueue/pkg/config"
@@ -250,6 +252,21 @@ func TestRenderKueueOptions(t *testing.T) {
 		t.Errorf("webhookServiceName %q, want mk-webhook-service", n)
 	}
 	find(t, r.Objects, "Service", "mk-webhook-service")
+
+	// Leader election for several replicas: the durations reach Kueue's
+	// configuration; unset fields keep Kueue's defaults.
+	opts.LeaderElection = &componentconfig.LeaderElectionConfiguration{
+		LeaseDuration: metav1.Duration{Duration: 6 * time.Second}, RenewDeadline: metav1.Duration{Duration: 4 * time.Second},
+		RetryPeriod: metav1.Duration{Duration: time.Second},
+	}
+	r, err = install.RenderKueue(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if le := r.Config.LeaderElection; le == nil || !*le.LeaderElect || le.ResourceName != configapi.DefaultLeaderElectionID ||
+		le.LeaseDuration.Duration != 6*time.Second || le.RenewDeadline.Duration != 4*time.Second || le.RetryPeriod.Duration != time.Second {
+		t.Errorf("leaderElection %s, want leaderElect, Lease %s, 6s/4s/1s", show(le), configapi.DefaultLeaderElectionID)
+	}
 
 	for _, tc := range []struct {
 		name  string
