@@ -155,24 +155,10 @@ func (r *run) build(tmpls []JobTemplate) ([]client.Object, error) {
 	return objs, nil
 }
 
-// submit creates objs on the manager concurrently. Each error names the
+// submit creates objs on the manager, 32 at a time. Each error names the
 // cluster and the object.
 func (r *run) submit(ctx context.Context, objs []client.Object) error {
-	mgr := r.env.Topo.Manager
-	errs := make([]error, len(objs))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 32)
-	for i, o := range objs {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			if err := mgr.Client.Create(ctx, o); err != nil {
-				errs[i] = fmt.Errorf("cluster %q: create %s: %w", mgr.Name, ref(o), err)
-			}
-		})
-	}
-	wg.Wait()
-	return errors.Join(errs...)
+	return r.submitN(ctx, objs, 32)
 }
 
 // ref names a job object: "Job default/a".

@@ -1,0 +1,362 @@
+package scenario
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/multikueue-testkit/testkit/assert"
+	"github.com/multikueue-testkit/testkit/internal/poll"
+	"github.com/multikueue-testkit/testkit/observe"
+	"github.com/multikueue-testkit/testkit/topology"
+)
+
+// MaxOutageWorkerLostTimeout is the longest workerLostTimeout WorkerOutage
+// accepts: it waits that long for the in-flight work to be re-dispatched.
+const MaxOutageWorkerLostTimeout = 5 * time.Minute
+
+// HoldTimestampPrecision is how much shorter than workerLostTimeout after
+// the placement a hold may be: Kueue times it from the admission check's
+// lastTransitionTime, which the API stores to the second.
+const HoldTimestampPrecision = time.Second
+
+// KueueReconnectBackoffMax is the longest MultiKueue v0.17.0 waits between
+// two attempts to reconnect to a worker (5s doubling per failed attempt, at
+// most 7 steps: 5m20s). WorkerOutage waits that long, plus the Checker's
+// timeout, for the worker to be Active again.
+const KueueReconnectBackoffMax = 320 * time.Second
+
+// DefaultRedispatchBound is how long after the end of its hold a workload
+// on a lost worker may take to be evicted from it.
+const DefaultRedispatchBound = 30 * time.Second
+
+// OutageOptions shape WorkerOutage.
+type OutageOptions struct {
+	// Worker whose API server is stopped; default the worker running the
+	// most of the scenario's Jobs once they are all placed.
+	Worker string
+	// Jobs submitted before the outage; default twice the number of workers.
+	Jobs int
+	// Namespace; default the topology's first queue namespace.
+	Namespace string
+	// NamePrefix for the Jobs; default "outage".
+	NamePrefix string
+	// CPU and Memory requested by each Job; default "1" and "256Mi".
+	CPU, Memory string
+	// RunFor is each Job's run time; default 10s, so that the lost worker's
+	// Jobs are still running when it goes.
+	RunFor time.Duration
+	// RedispatchBound: see DefaultRedispatchBound.
+	RedispatchBound time.Duration
+}
+
+// OutageResult is what WorkerOutage saw.
+type OutageResult struct {
+	DispatchResult
+	// Worker is the worker that was stopped.
+	Worker string
+	// Stopped and Restarted are when its API server was stopped and started
+	// again.
+	Stopped, Restarted time.Time
+	// InFlight are the Jobs placed on Worker and not finished at the stop,
+	// each with when the manager evicted it from Worker (its hold ended) and
+	// the worker it was placed on next.
+	InFlight []Redispatch
+}
+
+// Redispatch is one in-flight Job's way off the lost worker.
+type Redispatch struct {
+	Job string
+	// Placed is when the manager placed it on the lost worker.
+	Placed time.Time
+	// Released is when the manager let go of the lost worker (clusterName
+	// reset or eviction): the end of the hold.
+	Released time.Time
+	// Next is the worker of its next placement.
+	Next string
+}
+
+// Held is how long the Job stayed placed on the lost worker after it was
+// stopped.
+func (d Redispatch) Held(stopped time.Time) time.Duration { return d.Released.Sub(stopped) }
+
+// WorkerOutage is the worker-outage scenario. It needs process control
+// (Cluster.Lifecycle; NeedsLifecycleError without it) and a short
+// workerLostTimeout (at most MaxOutageWorkerLostTimeout; the local topology
+// takes topology.Options.Kueue.WorkerLostTimeout, e.g. 20s).
+//
+// It submits Jobs, waits until all are placed and one runs, then stops the
+// API server of Worker (really: the process ends; etcd keeps the data) with
+// its Jobs in flight, and checks:
+//
+//   - the worker's MultiKueueCluster goes Active=False (ClusterInactive);
+//   - each in-flight Job is held: the manager keeps it placed on the lost
+//     worker until workerLostTimeout after its placement (Kueue v0.17.0
+//     times the hold from the admission check's last transition, not from
+//     the loss, to the second: HoldTimestampPrecision), and re-dispatches it
+//     after that: released within
+//     RedispatchBound after max(stop, placement + workerLostTimeout) and
+//     placed on another worker;
+//
+// then starts the API server again once every in-flight Job was placed
+// elsewhere, and checks that the MultiKueueCluster is Active again
+// (ClusterActive, waiting up to KueueReconnectBackoffMax more than usual), and for every Job ExactlyOnceAdmitted (per admission
+// cycle: the re-dispatch is a new cycle), NominationCleared, LosersCleaned,
+// Finished, StatusSynced and the outcome; QuotaRespected over the run and
+// NoOrphans (the lost worker's stale copies removed after it returned). The
+// error joins every failed check.
+func WorkerOutage(ctx context.Context, env *Env, o OutageOptions) (OutageResult, error) {
+	r, err := begin(env, "WorkerOutage")
+	if err != nil {
+		return OutageResult{}, err
+	}
+	var res OutageResult
+	candidates := env.Topo.Workers
+	if o.Worker != "" {
+		w := env.Topo.Worker(o.Worker)
+		if w == nil {
+			return res, r.errorf("OutageOptions.Worker: %q is not a worker of the topology (%v)", o.Worker, env.Topo.Spec.WorkerNames)
+		}
+		candidates = []*topology.Cluster{w}
+	}
+	for _, w := range candidates {
+		if _, err := r.lifecycle(w); err != nil {
+			return res, err
+		}
+	}
+	if len(env.Topo.Workers) < 2 {
+		return res, r.errorf("needs at least 2 workers to re-dispatch to; the topology has %d", len(env.Topo.Workers))
+	}
+	wlt := env.Topo.Spec.WorkerLostTimeout
+	if wlt > MaxOutageWorkerLostTimeout {
+		return res, r.errorf("workerLostTimeout is %s; the scenario waits for it: give at most %s (topology.Options.Kueue.WorkerLostTimeout)", wlt, MaxOutageWorkerLostTimeout)
+	}
+	if o.Jobs == 0 {
+		o.Jobs = 2 * len(env.Topo.Workers)
+	}
+	if o.NamePrefix == "" {
+		o.NamePrefix = "outage"
+	}
+	if o.Memory == "" {
+		o.Memory = "256Mi"
+	}
+	if o.RunFor == 0 {
+		o.RunFor = 10 * time.Second
+	}
+	if o.RedispatchBound == 0 {
+		o.RedispatchBound = DefaultRedispatchBound
+	}
+	d := DispatchOptions{Jobs: o.Jobs, Namespace: o.Namespace, NamePrefix: o.NamePrefix, CPU: o.CPU, Memory: o.Memory, RunFor: o.RunFor}
+	if err := d.defaults(r.name); err != nil {
+		return res, err
+	}
+	objs, err := r.build(d.templates(r.namespace(d.Namespace), []observe.Kind{observe.KindJob}))
+	if err != nil {
+		return res, err
+	}
+	res.Objects = objs
+	if err := r.submit(ctx, objs); err != nil {
+		return res, err
+	}
+	victim, inFlight, err := r.pickVictim(ctx, objs, o.Worker)
+	if err != nil {
+		return res, err
+	}
+	res.Worker = victim.Name
+	lc, _ := r.lifecycle(victim)
+	res.Stopped = time.Now()
+	if err := lc.StopAPIServer(ctx); err != nil {
+		return res, r.errorf("cluster %q: stop the API server: %w", victim.Name, err)
+	}
+	var errs []error
+	restart := func() {
+		if !res.Restarted.IsZero() {
+			return
+		}
+		res.Restarted = time.Now()
+		if err := lc.StartAPIServer(context.WithoutCancel(ctx)); err != nil {
+			errs = append(errs, r.errorf("cluster %q: start the API server again: %w", victim.Name, err))
+		}
+	}
+	defer restart() // whatever happens, the worker comes back
+	errs = append(errs, r.chk.ClusterInactive(ctx, victim.Name, ""))
+
+	long := *r.chk
+	long.Timeout = wlt + o.RedispatchBound + r.chk.Timeout
+	lr := &run{env: env, chk: &long, name: r.name, start: r.start}
+	for _, ob := range inFlight {
+		d, err := lr.redispatched(ctx, ob, victim.Name)
+		errs = append(errs, err)
+		res.InFlight = append(res.InFlight, d)
+	}
+	restart()
+	back := *r.chk
+	back.Timeout = KueueReconnectBackoffMax + r.chk.Timeout
+	errs = append(errs, back.ClusterActive(ctx, victim.Name))
+	for _, d := range res.InFlight {
+		errs = append(errs, judgeHold(d, victim.Name, res.Stopped, wlt, o.RedispatchBound))
+	}
+	errs = append(errs, r.judge(ctx, objs, append(append(r.placementChecks(), r.runChecks()...), r.outcomeCheck())...))
+	errs = append(errs, r.chk.QuotaRespected(ctx), r.chk.NoOrphans(ctx))
+	res.Placement = map[string]string{}
+	for _, ob := range objs {
+		if w, err := r.placement(ctx, ob); err == nil && w != "" {
+			res.Placement[ref(ob)] = w
+		}
+	}
+	for _, ob := range objs {
+		res.Jobs = append(res.Jobs, jobOf(ob)...)
+	}
+	return res, errors.Join(errs...)
+}
+
+// WorkerOutage runs WorkerOutage and reports its error (skips without a
+// Lifecycle when the TB can skip).
+func (r *Runner) WorkerOutage(ctx context.Context, o OutageOptions) (OutageResult, bool) {
+	r.h.Helper()
+	res, err := WorkerOutage(ctx, r.env, o)
+	return res, r.report(err)
+}
+
+// pickVictim waits until every object is placed and one runs on a worker,
+// then returns the worker to stop (want, or the one running the most) and
+// the objects placed on it and not finished.
+func (r *run) pickVictim(ctx context.Context, objs []client.Object, want string) (*topology.Cluster, []client.Object, error) {
+	mgr := r.env.Topo.Manager.Name
+	var victim string
+	var inFlight []client.Object
+	err := poll.Until(ctx, r.chk.Timeout, "every Job placed and one running on a worker", func(ctx context.Context) error {
+		running := map[string][]client.Object{}
+		for _, o := range objs {
+			key, err := r.workloadKey(ctx, o)
+			if err != nil {
+				return err
+			}
+			wl, _ := r.env.Obs.History(observe.KindWorkload, key.Namespace, key.Name)
+			placed, finished := "", false
+			for _, e := range wl {
+				if e.Cluster != mgr {
+					continue
+				}
+				switch e.Type {
+				case observe.ClusterNameSet:
+					placed = ""
+					if len(e.Values) > 0 {
+						placed = e.Values[0]
+					}
+				case observe.Finished:
+					finished = true
+				}
+			}
+			if placed == "" {
+				return fmt.Errorf("%s not placed yet", ref(o))
+			}
+			if finished {
+				continue
+			}
+			jobs, _ := r.env.Obs.History(observe.KindJob, o.GetNamespace(), o.GetName())
+			if slices.ContainsFunc(jobs, func(e observe.Event) bool { return e.Cluster == placed && e.Type == observe.JobStarted }) {
+				running[placed] = append(running[placed], o)
+			}
+		}
+		victim = want
+		if victim == "" {
+			for _, w := range r.env.Topo.Spec.WorkerNames {
+				if len(running[w]) > len(running[victim]) {
+					victim = w
+				}
+			}
+		}
+		if len(running[victim]) == 0 {
+			return fmt.Errorf("no Job running on %q yet", victim)
+		}
+		inFlight = running[victim]
+		return nil
+	})
+	if err != nil {
+		return nil, nil, r.errorf("%w", err)
+	}
+	return r.env.Topo.Worker(victim), inFlight, nil
+}
+
+// redispatched waits until o's Workload, placed on lost, is placed on
+// another worker, and returns its way there.
+func (r *run) redispatched(ctx context.Context, o client.Object, lost string) (Redispatch, error) {
+	d := Redispatch{Job: ref(o)}
+	key, err := r.workloadKey(ctx, o)
+	if err != nil {
+		return d, err
+	}
+	mgr := r.env.Topo.Manager.Name
+	err = poll.Until(ctx, r.chk.Timeout, fmt.Sprintf("cluster %q: Workload %s of %s to be placed on a worker other than %q", mgr, key, d.Job, lost), func(context.Context) error {
+		d = Redispatch{Job: d.Job}
+		evs, _ := r.env.Obs.History(observe.KindWorkload, key.Namespace, key.Name)
+		on := ""
+		for _, e := range evs {
+			if e.Cluster != mgr {
+				continue
+			}
+			switch e.Type {
+			case observe.ClusterNameSet:
+				v := ""
+				if len(e.Values) > 0 {
+					v = e.Values[0]
+				}
+				switch {
+				case v == lost:
+					d.Placed = e.Time
+				case v == "" && on == lost && d.Released.IsZero():
+					d.Released = e.Time
+				case v != "" && v != lost && !d.Placed.IsZero():
+					d.Next = v
+				}
+				on = v
+			case observe.Evicted:
+				if on == lost && d.Released.IsZero() {
+					d.Released = e.Time
+				}
+			}
+		}
+		if d.Next == "" {
+			return fmt.Errorf("placed on %q at %s, released at %s, not placed again", lost, stamp(d.Placed), stamp(d.Released))
+		}
+		return nil
+	})
+	return d, err
+}
+
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.Format("15:04:05.000")
+}
+
+// judgeHold checks one in-flight Job's hold on the lost worker.
+func judgeHold(d Redispatch, lost string, stopped time.Time, wlt, bound time.Duration) error {
+	if d.Placed.IsZero() || d.Released.IsZero() {
+		return fmt.Errorf("scenario WorkerOutage: %s: no placement on %q and release from it recorded (placed %s, released %s)", d.Job, lost, stamp(d.Placed), stamp(d.Released))
+	}
+	var errs []error
+	holdEnd := d.Placed.Add(wlt)
+	if d.Released.Before(holdEnd.Add(-HoldTimestampPrecision - assert.DefaultSkew)) {
+		errs = append(errs, fmt.Errorf("scenario WorkerOutage: %s was released from the lost worker %q at %s, %s after its placement: before workerLostTimeout (%s)",
+			d.Job, lost, stamp(d.Released), d.Released.Sub(d.Placed).Round(time.Millisecond), wlt))
+	}
+	latest := holdEnd
+	if stopped.After(latest) {
+		latest = stopped
+	}
+	if d.Released.After(latest.Add(bound)) {
+		errs = append(errs, fmt.Errorf("scenario WorkerOutage: %s was released from the lost worker %q at %s, %s after the hold ended at %s (bound %s)",
+			d.Job, lost, stamp(d.Released), d.Released.Sub(latest).Round(time.Millisecond), stamp(latest), bound))
+	}
+	if d.Next == lost || d.Next == "" {
+		errs = append(errs, fmt.Errorf("scenario WorkerOutage: %s was not placed on another worker after leaving %q (next: %q)", d.Job, lost, d.Next))
+	}
+	return errors.Join(errs...)
+}

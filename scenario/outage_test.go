@@ -1,0 +1,197 @@
+package scenario_test
+
+import (
+	"context"
+	"errors"
+	"regexp"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	"github.com/multikueue-testkit/testkit/assert"
+	"github.com/multikueue-testkit/testkit/observe"
+	"github.com/multikueue-testkit/testkit/scenario"
+)
+
+// TestWorkerOutage stops the API server of the worker running the most Jobs
+// (a real process stop) on 1 manager + 3 workers with a 20 s
+// workerLostTimeout: the MultiKueueCluster goes Inactive, the lost worker's
+// Jobs are held until workerLostTimeout after their placement and then
+// re-dispatched to the other workers; the worker comes back Active; every
+// Job finished, statuses synced, quota respected, nothing left behind.
+//
+// Kueue v0.17.0 does not pass the scenario as is, and this test says how
+// (knownOutageFindings): when it evicts a Workload whose worker was lost, it
+// dispatches the Workload again while the eviction is still under way (the
+// quota still reserved on the manager): copies are created, admitted and
+// deleted again on the other workers, and a remote Job can be created,
+// suspended, on a worker that was never selected (ExactlyOnceAdmitted), then
+// deleted. Those copies are also judged as the next or the previous cycle's
+// losers (LosersCleaned). Every other failure fails the test, and so does a
+// remote Job that started on a worker other than the one selected at the
+// time (ranOutsideItsCycle).
+func TestWorkerOutage(t *testing.T) {
+	ctx := context.Background()
+	env := resilient.get(t)
+	start := time.Now()
+	res, err := scenario.WorkerOutage(ctx, env, scenario.OutageOptions{})
+	t.Logf("%d Jobs in %s; stopped %s at %s, restarted at %s", len(res.Objects), time.Since(start).Round(time.Millisecond),
+		res.Worker, res.Stopped.Format("15:04:05.000"), res.Restarted.Format("15:04:05.000"))
+	for _, d := range res.InFlight {
+		t.Logf("  %s: placed on %s at %s, held %s after the stop (%s after placement), then placed on %s",
+			d.Job, res.Worker, d.Placed.Format("15:04:05.000"), d.Held(res.Stopped).Round(time.Millisecond),
+			d.Released.Sub(d.Placed).Round(time.Millisecond), d.Next)
+	}
+	if len(res.InFlight) == 0 {
+		t.Error("no Job was in flight on the stopped worker")
+	}
+	known := knownOutageFindings(res.Worker)
+	for _, e := range leaves(err) {
+		if f, ok := known(e); ok {
+			t.Logf("Kueue v0.17.0 finding (known): %s for %s: %v", f.Assertion, f.Object, f.Problems)
+			continue
+		}
+		t.Error(e)
+	}
+	for _, o := range res.Objects {
+		if p := ranOutsideItsCycle(env, o); p != "" {
+			t.Error(p)
+		}
+	}
+}
+
+// leaves flattens joined and wrapped errors down to the assertions' failures
+// and the scenario's own errors.
+func leaves(err error) []error {
+	if err == nil {
+		return nil
+	}
+	var f *assert.Failure
+	if errors.As(err, &f) && err == error(f) {
+		return []error{f}
+	}
+	switch u := err.(type) {
+	case interface{ Unwrap() []error }:
+		var out []error
+		for _, e := range u.Unwrap() {
+			out = append(out, leaves(e)...)
+		}
+		return out
+	}
+	return []error{err}
+}
+
+// knownOutageFindings returns what tells an assertion failure every problem
+// of which is one of the known effects of Kueue v0.17.0's dispatch around
+// the eviction of a Workload whose worker (lost) was lost (see
+// TestWorkerOutage):
+//
+//   - ExactlyOnceAdmitted: another worker's copy reserved quota or was
+//     admitted while the manager still had the lost worker selected (the new
+//     copies are made as soon as the admission check goes Retry, before
+//     clusterName is reset); a remote Job created, suspended, on a worker
+//     while none was selected (during the eviction);
+//   - LosersCleaned: those copies judged as the previous cycle's kept losers
+//     or, deleted when the manager released its quota, as the next cycle's
+//     losers deleted early.
+func knownOutageFindings(lost string) func(error) (*assert.Failure, bool) {
+	q := regexp.QuoteMeta(lost)
+	patterns := map[string]*regexp.Regexp{
+		"ExactlyOnceAdmitted": regexp.MustCompile(`^cluster "[^"]+": (remote Job \S+ created at \S+ while no worker was selected|cycle \d+: its copy of Workload \S+ got (QuotaReserved|Admitted) at \S+, after the manager had selected "` + q + `" at \S+)$`),
+		"LosersCleaned":       regexp.MustCompile(`^cluster "[^"]+": cycle \d+: its copy (was deleted at \S+, before the winner's copy on "[^"]+" was Admitted at \S+ \(MultiKueueWaitForWorkloadAdmitted=true\)|of Workload \S+ was kept after "` + q + `" was selected at \S+)$`),
+	}
+	return func(e error) (*assert.Failure, bool) {
+		f, ok := e.(*assert.Failure)
+		if !ok || len(f.Problems) == 0 || patterns[f.Assertion] == nil {
+			return nil, false
+		}
+		for _, p := range f.Problems {
+			if !patterns[f.Assertion].MatchString(p) {
+				return nil, false
+			}
+		}
+		return f, true
+	}
+}
+
+// ranOutsideItsCycle returns a problem when a remote copy of o's job started
+// on a worker that was not the one the manager had selected at the time (a
+// start before the first selection counts against the first).
+func ranOutsideItsCycle(env *scenario.Env, o client.Object) string {
+	mgr := env.Topo.Manager.Name
+	key, ok := workloadOf(env, o)
+	if !ok {
+		return "the manager has no Workload for " + o.GetNamespace() + "/" + o.GetName()
+	}
+	wl, _ := env.Obs.History(observe.KindWorkload, key.Namespace, key.Name)
+	jobs, _ := env.Obs.History(observe.KindJob, o.GetNamespace(), o.GetName())
+	for _, j := range jobs {
+		if j.Cluster == mgr || j.Type != observe.JobStarted || j.UID == o.GetUID() {
+			continue
+		}
+		selected, next := "", ""
+		for _, e := range wl {
+			if e.Cluster != mgr || e.Type != observe.ClusterNameSet {
+				continue
+			}
+			v := ""
+			if len(e.Values) > 0 {
+				v = e.Values[0]
+			}
+			if !e.Time.After(j.Time.Add(assert.DefaultSkew)) {
+				selected = v
+			} else if next == "" && v != "" {
+				next = v
+			}
+		}
+		if selected == "" {
+			selected = next // MultiKueue creates the remote job just before it records the selection
+		}
+		if j.Cluster != selected {
+			return "cluster \"" + j.Cluster + "\": the remote Job " + o.GetNamespace() + "/" + o.GetName() + " started at " +
+				j.Time.Format("15:04:05.000") + " while the manager had selected \"" + selected + "\""
+		}
+	}
+	return ""
+}
+
+// workloadOf finds the manager Workload of a job object in the Observer's
+// cache.
+func workloadOf(env *scenario.Env, o client.Object) (client.ObjectKey, bool) {
+	var wls kueue.WorkloadList
+	err := env.Obs.Reader(env.Topo.Manager.Name).List(context.Background(), &wls,
+		client.InNamespace(o.GetNamespace()), client.MatchingLabels{observe.LabelJobUID: string(o.GetUID())})
+	if err != nil || len(wls.Items) == 0 {
+		return client.ObjectKey{}, false
+	}
+	return client.ObjectKeyFromObject(&wls.Items[0]), true
+}
+
+// TestKnownOutageFindings: the messages seen in TestWorkerOutage's runs are
+// recognised, and nothing else is.
+func TestKnownOutageFindings(t *testing.T) {
+	known := knownOutageFindings("worker-1")
+	for _, tc := range []struct {
+		assertion, problem string
+		want               bool
+	}{
+		{"ExactlyOnceAdmitted", `cluster "worker-3": remote Job default/outage-job-0 created at +25.105s while no worker was selected`, true},
+		{"ExactlyOnceAdmitted", `cluster "worker-2": cycle 1: its copy of Workload default/job-outage-job-5-fdce2 got QuotaReserved at +20.951s, after the manager had selected "worker-1" at +1.504s`, true},
+		{"ExactlyOnceAdmitted", `cluster "worker-2": cycle 2: its copy of Workload default/job-outage-job-5-fdce2 got Admitted at +30.951s, after the manager had selected "worker-3" at +25.504s`, false},
+		{"ExactlyOnceAdmitted", `cluster "worker-2": remote Job default/outage-job-0 created at +25.105s while the workload was placed on "worker-3"`, false},
+		{"LosersCleaned", `cluster "worker-3": cycle 2: its copy was deleted at +26.264s, before the winner's copy on "worker-2" was Admitted at +26.63s (MultiKueueWaitForWorkloadAdmitted=true)`, true},
+		{"LosersCleaned", `cluster "worker-2": cycle 1: its copy of Workload default/job-outage-job-4-b14dd was kept after "worker-1" was selected at +2.406s`, true},
+		{"LosersCleaned", `cluster "worker-2": cycle 2: its copy of Workload default/job-outage-job-4-b14dd was kept after "worker-3" was selected at +22.406s`, false},
+		{"StatusSynced", `cluster "manager": Job default/outage-job-0 never became Succeeded; the remote Job on "worker-2" did at +38s`, false},
+	} {
+		_, got := known(&assert.Failure{Assertion: tc.assertion, Problems: []string{tc.problem}})
+		if got != tc.want {
+			t.Errorf("%s %q: known %t, want %t", tc.assertion, tc.problem, got, tc.want)
+		}
+	}
+	if _, ok := known(errors.New("scenario WorkerOutage: something else")); ok {
+		t.Error("a scenario error was taken for a known finding")
+	}
+}

@@ -1,0 +1,174 @@
+package scenario
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/multikueue-testkit/testkit/internal/poll"
+	"github.com/multikueue-testkit/testkit/observe"
+)
+
+// RestartOptions shape ManagerRestart.
+type RestartOptions struct {
+	// Jobs submitted before the restart; default twice as many as the
+	// manager or the workers fit at once, so that some wait on the manager.
+	Jobs int
+	// Namespace; default the topology's first queue namespace.
+	Namespace string
+	// NamePrefix for the Jobs; default "restart".
+	NamePrefix string
+	// CPU and Memory requested by each Job; default "1" and "256Mi".
+	CPU, Memory string
+	// RunFor is each Job's run time; default 3s.
+	RunFor time.Duration
+}
+
+// RestartResult is what ManagerRestart saw.
+type RestartResult struct {
+	DispatchResult
+	// Stopped and Started are when the manager's Kueue was stopped and
+	// started again.
+	Stopped, Started time.Time
+	// PlacedAtStop and PendingAtStop count the Jobs placed on a worker and
+	// not yet placed when Kueue stopped; FinishedWhileDown those whose
+	// remote Job finished while it was down.
+	PlacedAtStop, PendingAtStop, FinishedWhileDown int
+}
+
+// ManagerRestart is the manager-restart scenario. It needs process control
+// of the manager (Cluster.Lifecycle; NeedsLifecycleError without it). It
+// submits more Jobs than run at once, waits until some are placed on
+// workers (as many as there are workers) and running while others still
+// wait, stops the manager's Kueue
+// (controllers and webhooks) mid-dispatch, waits until a remote Job finished
+// on its worker while the manager's Kueue was down, starts it again, and
+// checks for every Job ExactlyOnceAdmitted, NominationCleared,
+// LosersCleaned, Finished, StatusSynced and the outcome; QuotaRespected
+// over the run and NoOrphans. The error joins every failed check.
+func ManagerRestart(ctx context.Context, env *Env, o RestartOptions) (RestartResult, error) {
+	r, err := begin(env, "ManagerRestart")
+	if err != nil {
+		return RestartResult{}, err
+	}
+	var res RestartResult
+	lc, err := r.lifecycle(env.Topo.Manager)
+	if err != nil {
+		return res, err
+	}
+	if o.NamePrefix == "" {
+		o.NamePrefix = "restart"
+	}
+	if o.CPU == "" {
+		o.CPU = "1"
+	}
+	if o.Memory == "" {
+		o.Memory = "256Mi"
+	}
+	if o.Jobs == 0 {
+		m, w, err := r.capacity(ctx, "RestartOptions", o.CPU, o.Memory)
+		if err != nil {
+			return res, err
+		}
+		o.Jobs = 2 * max(m, w, 1)
+	}
+	if o.RunFor == 0 {
+		o.RunFor = 3 * time.Second
+	}
+	d := DispatchOptions{Jobs: o.Jobs, Namespace: o.Namespace, NamePrefix: o.NamePrefix, CPU: o.CPU, Memory: o.Memory, RunFor: o.RunFor}
+	if err := d.defaults(r.name); err != nil {
+		return res, err
+	}
+	objs, err := r.build(d.templates(r.namespace(d.Namespace), []observe.Kind{observe.KindJob}))
+	if err != nil {
+		return res, err
+	}
+	res.Objects = objs
+	for _, ob := range objs {
+		res.Jobs = append(res.Jobs, jobOf(ob)...)
+	}
+	if err := r.submit(ctx, objs); err != nil {
+		return res, err
+	}
+	mgr := env.Topo.Manager.Name
+	// Mid-dispatch: as many Jobs placed as there are workers, one running,
+	// another not placed yet.
+	err = poll.Until(ctx, r.chk.Timeout, "Jobs placed and running on workers while another waits on the manager", func(ctx context.Context) error {
+		res.PlacedAtStop, res.PendingAtStop = 0, 0
+		running := false
+		for _, ob := range objs {
+			key, err := r.workloadKey(ctx, ob)
+			if err != nil {
+				return err
+			}
+			wl, _ := env.Obs.History(observe.KindWorkload, key.Namespace, key.Name)
+			placed := false
+			for _, e := range wl {
+				if e.Cluster == mgr && e.Type == observe.ClusterNameSet {
+					placed = len(e.Values) > 0 && e.Values[0] != ""
+				}
+			}
+			if !placed {
+				res.PendingAtStop++
+				continue
+			}
+			res.PlacedAtStop++
+			jobs, _ := env.Obs.History(observe.KindJob, ob.GetNamespace(), ob.GetName())
+			for _, e := range jobs {
+				if e.Cluster != mgr && e.Type == observe.JobStarted {
+					running = true
+				}
+			}
+		}
+		if !running || res.PendingAtStop == 0 || res.PlacedAtStop < len(env.Topo.Workers) {
+			return fmt.Errorf("%d placed (one running: %t), %d not placed", res.PlacedAtStop, running, res.PendingAtStop)
+		}
+		return nil
+	})
+	if err != nil {
+		return res, r.errorf("%w", err)
+	}
+	res.Stopped = time.Now()
+	if err := lc.StopKueue(ctx); err != nil {
+		return res, r.errorf("cluster %q: stop Kueue: %w", mgr, err)
+	}
+	var errs []error
+	err = poll.Until(ctx, o.RunFor+r.chk.Timeout, "a remote Job to finish while the manager's Kueue is down", func(context.Context) error {
+		res.FinishedWhileDown = 0
+		for _, ob := range objs {
+			jobs, _ := env.Obs.History(observe.KindJob, ob.GetNamespace(), ob.GetName())
+			for _, e := range jobs {
+				if e.Cluster != mgr && (e.Type == observe.JobSucceeded || e.Type == observe.JobFailed) && e.Time.After(res.Stopped) {
+					res.FinishedWhileDown++
+				}
+			}
+		}
+		if res.FinishedWhileDown == 0 {
+			return errors.New("none yet")
+		}
+		return nil
+	})
+	errs = append(errs, err)
+	res.Started = time.Now()
+	if err := lc.StartKueue(ctx); err != nil {
+		return res, errors.Join(append(errs, r.errorf("cluster %q: start Kueue again: %w", mgr, err))...)
+	}
+	errs = append(errs, r.judge(ctx, objs, append(append(r.placementChecks(), r.runChecks()...), r.outcomeCheck())...))
+	errs = append(errs, r.chk.QuotaRespected(ctx), r.chk.NoOrphans(ctx))
+	res.Placement = map[string]string{}
+	for _, ob := range objs {
+		if w, err := r.placement(ctx, ob); err == nil && w != "" {
+			res.Placement[ref(ob)] = w
+		}
+	}
+	return res, errors.Join(errs...)
+}
+
+// ManagerRestart runs ManagerRestart and reports its error (skips without a
+// Lifecycle when the TB can skip).
+func (r *Runner) ManagerRestart(ctx context.Context, o RestartOptions) (RestartResult, bool) {
+	r.h.Helper()
+	res, err := ManagerRestart(ctx, r.env, o)
+	return res, r.report(err)
+}

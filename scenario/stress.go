@@ -1,0 +1,257 @@
+package scenario
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/multikueue-testkit/testkit/observe"
+)
+
+// StressOptions shape Stress.
+type StressOptions struct {
+	// Workloads to submit at once; default 500. They must exceed what the
+	// manager's quota admits at once.
+	Workloads int
+	// Kinds of job, taken in turn; default batch/Job only.
+	Kinds []observe.Kind
+	// Namespace; default the topology's first queue namespace.
+	Namespace string
+	// NamePrefix for the jobs; default "stress".
+	NamePrefix string
+	// CPU and Memory requested by each pod; default "1" and "100Mi".
+	CPU, Memory string
+	// RunFor is each job's run time; default 1s.
+	RunFor time.Duration
+	// Concurrency is how many creations are in flight at once; default 50.
+	Concurrency int
+}
+
+// StressResult is what Stress measured.
+type StressResult struct {
+	DispatchResult
+	Workers int
+	// ManagerSlots and WorkerSlots: how many jobs the manager and all
+	// workers fit at once.
+	ManagerSlots, WorkerSlots int
+	// Submit is the time to create every job; Run from the first creation
+	// until every Workload was Finished on the manager.
+	Submit, Run time.Duration
+	// PeakQueued is the most Workloads queued on the manager at once;
+	// Exhausted says when the manager was full with Workloads queued.
+	PeakQueued int
+	Exhausted  string
+	// Assertions is what judging took, per assertion, after the run.
+	Assertions []AssertionCost
+}
+
+// AssertionCost is the time one assertion took over a stress run.
+type AssertionCost struct {
+	Name   string
+	Calls  int
+	Failed int
+	Total  time.Duration
+}
+
+// PerCall is the mean time of one call.
+func (c AssertionCost) PerCall() time.Duration {
+	if c.Calls == 0 {
+		return 0
+	}
+	return c.Total / time.Duration(c.Calls)
+}
+
+// Judging is the time every assertion took together.
+func (r StressResult) Judging() time.Duration {
+	var d time.Duration
+	for _, c := range r.Assertions {
+		d += c.Total
+	}
+	return d
+}
+
+// Stress is the stress scenario: it submits Workloads jobs to the manager
+// concurrently (Concurrency creations in flight), more than its quota
+// admits at once, waits until every Workload is Finished (the run), and
+// then judges every workload with every per-workload assertion
+// (ExactlyOnceAdmitted, NominationCleared, LosersCleaned, StatusSynced,
+// Finished; one assertion at a time over all workloads, timed) and the
+// topology with QuotaRespected (over the whole run) and NoOrphans. It checks
+// from the history that Workloads queued on the manager while it was full
+// (quota exhaustion). The error joins every failed check; the result has
+// the durations and each assertion's cost.
+func Stress(ctx context.Context, env *Env, o StressOptions) (StressResult, error) {
+	r, err := begin(env, "Stress")
+	if err != nil {
+		return StressResult{}, err
+	}
+	res := StressResult{Workers: len(env.Topo.Workers)}
+	if o.Workloads == 0 {
+		o.Workloads = 500
+	}
+	if o.Workloads < 0 {
+		return res, r.errorf("StressOptions.Workloads: %d is negative", o.Workloads)
+	}
+	if o.NamePrefix == "" {
+		o.NamePrefix = "stress"
+	}
+	if o.CPU == "" {
+		o.CPU = "1"
+	}
+	if o.Memory == "" {
+		o.Memory = "100Mi"
+	}
+	if o.Concurrency <= 0 {
+		o.Concurrency = 50
+	}
+	kinds, err := checkKinds(env, "StressOptions.Kinds", o.Kinds)
+	if err != nil {
+		return res, err
+	}
+	if len(o.Kinds) == 0 {
+		kinds = []observe.Kind{observe.KindJob}
+	}
+	d := DispatchOptions{Jobs: 1, Namespace: o.Namespace, NamePrefix: o.NamePrefix, CPU: o.CPU, Memory: o.Memory, RunFor: o.RunFor}
+	if err := d.defaults(r.name); err != nil {
+		return res, err
+	}
+	if res.ManagerSlots, res.WorkerSlots, err = r.capacity(ctx, "StressOptions", o.CPU, o.Memory); err != nil {
+		return res, err
+	}
+	if res.ManagerSlots == 0 || res.WorkerSlots == 0 {
+		return res, r.errorf("a job of %s CPU and %s memory fits %d times on the manager and %d times on the workers; both must be at least 1", o.CPU, o.Memory, res.ManagerSlots, res.WorkerSlots)
+	}
+	if o.Workloads <= res.ManagerSlots {
+		return res, r.errorf("StressOptions.Workloads: %d do not exhaust the manager's quota (it fits %d at once)", o.Workloads, res.ManagerSlots)
+	}
+	ns := r.namespace(o.Namespace)
+	tmpls := make([]JobTemplate, o.Workloads)
+	for i := range tmpls {
+		k := kinds[i%len(kinds)]
+		tmpls[i] = JobTemplate{Kind: k, Name: fmt.Sprintf("%s-%s-%d", d.NamePrefix, strings.ToLower(string(k)), i), Namespace: ns,
+			CPU: d.CPU, Memory: d.Memory, RunFor: d.RunFor}
+	}
+	objs, err := r.build(tmpls)
+	if err != nil {
+		return res, err
+	}
+	res.Objects = objs
+	for _, ob := range objs {
+		res.Jobs = append(res.Jobs, jobOf(ob)...)
+	}
+
+	// The run: every Workload Finished. Waits scale with the rounds the
+	// quota allows.
+	rounds := (o.Workloads + min(res.ManagerSlots, res.WorkerSlots) - 1) / min(res.ManagerSlots, res.WorkerSlots)
+	long := *r.chk
+	long.Timeout = r.chk.Timeout + time.Duration(rounds)*(d.RunFor+5*time.Second)
+	lr := &run{env: env, chk: &long, name: r.name, start: r.start}
+	start := time.Now()
+	if err := lr.submitN(ctx, objs, o.Concurrency); err != nil {
+		return res, err
+	}
+	res.Submit = time.Since(start)
+	if err := lr.judge(ctx, objs, check{"Finished", long.Finished}); err != nil {
+		res.Run = time.Since(start)
+		return res, err
+	}
+	res.Run = time.Since(start)
+
+	// Judging, one assertion at a time over every workload.
+	var errs []error
+	per := []check{
+		{"ExactlyOnceAdmitted", r.chk.ExactlyOnceAdmitted},
+		{"NominationCleared", r.chk.NominationCleared},
+		{"LosersCleaned", r.chk.LosersCleaned},
+		{"StatusSynced", r.chk.StatusSynced},
+		{"Finished", r.chk.Finished},
+	}
+	for _, c := range per {
+		cost := AssertionCost{Name: c.name}
+		t0 := time.Now()
+		for _, ob := range objs {
+			cost.Calls++
+			if err := c.fn(ctx, ob); err != nil {
+				cost.Failed++
+				errs = append(errs, err)
+			}
+		}
+		cost.Total = time.Since(t0)
+		res.Assertions = append(res.Assertions, cost)
+	}
+	for _, c := range []struct {
+		name string
+		fn   func(context.Context) error
+	}{{"QuotaRespected", r.chk.QuotaRespected}, {"NoOrphans", r.chk.NoOrphans}} {
+		t0 := time.Now()
+		err := c.fn(ctx)
+		cost := AssertionCost{Name: c.name, Calls: 1, Total: time.Since(t0)}
+		if err != nil {
+			cost.Failed = 1
+			errs = append(errs, err)
+		}
+		res.Assertions = append(res.Assertions, cost)
+	}
+	errs = append(errs, r.exhaustion(ctx, objs, &res))
+	res.Placement = map[string]string{}
+	for _, ob := range objs {
+		if w, err := r.placement(ctx, ob); err == nil && w != "" {
+			res.Placement[ref(ob)] = w
+		}
+	}
+	return res, errors.Join(errs...)
+}
+
+// Stress runs Stress and reports its error.
+func (r *Runner) Stress(ctx context.Context, o StressOptions) (StressResult, bool) {
+	r.h.Helper()
+	res, err := Stress(ctx, r.env, o)
+	return res, r.report(err)
+}
+
+// submitN creates objs on the manager, n at a time.
+func (r *run) submitN(ctx context.Context, objs []client.Object, n int) error {
+	mgr := r.env.Topo.Manager
+	errs := make([]error, len(objs))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, n)
+	for i, o := range objs {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			if err := mgr.Client.Create(ctx, o); err != nil {
+				errs[i] = fmt.Errorf("cluster %q: create %s: %w", mgr.Name, ref(o), err)
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// exhaustion checks from the history that Workloads queued on the manager
+// while it was full.
+func (r *run) exhaustion(ctx context.Context, objs []client.Object, res *StressResult) error {
+	var evs []observe.Event
+	for _, o := range objs {
+		k, err := r.workloadKey(ctx, o)
+		if err != nil {
+			return err
+		}
+		h, _ := r.env.Obs.History(observe.KindWorkload, k.Namespace, k.Name)
+		evs = append(evs, h...)
+	}
+	s := sweep(evs, r.env.Topo.Manager.Name)
+	res.PeakQueued = s.peak.queued
+	for _, p := range s.points {
+		if p.queued > 0 && p.reserved >= res.ManagerSlots {
+			res.Exhausted = fmt.Sprintf("at +%s: %d queued on the manager, %d reserved there (fits %d)", p.at.Sub(s.t0).Round(time.Millisecond), p.queued, p.reserved, res.ManagerSlots)
+			return nil
+		}
+	}
+	return r.errorf("the manager's quota (%d jobs) was never exhausted with Workloads queued (peaks: %d queued, %d reserved)", res.ManagerSlots, s.peak.queued, s.peak.reserved)
+}

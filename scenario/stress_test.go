@@ -1,0 +1,86 @@
+package scenario_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/multikueue-testkit/testkit/scenario"
+	"github.com/multikueue-testkit/testkit/topology"
+	"github.com/multikueue-testkit/testkit/topology/local"
+)
+
+// TestStressSmall is the CI-sized stress scenario: 60 Jobs submitted at
+// once to 3 workers that run 12 at a time, every assertion over every
+// workload. BenchmarkStress is the full-size one.
+func TestStressSmall(t *testing.T) {
+	env := mixed.get(t)
+	res, _ := scenario.For(t, env).Stress(context.Background(), scenario.StressOptions{Workloads: 60, NamePrefix: "stress-ci"})
+	logStress(t, res)
+}
+
+func logStress(tb testing.TB, res scenario.StressResult) {
+	tb.Helper()
+	tb.Logf("%d workloads on %d workers (manager fits %d, workers %d): submitted in %s, all Finished after %s; %d queued at most; exhausted %s",
+		len(res.Objects), res.Workers, res.ManagerSlots, res.WorkerSlots, res.Submit.Round(time.Millisecond), res.Run.Round(time.Millisecond), res.PeakQueued, res.Exhausted)
+	for _, c := range res.Assertions {
+		tb.Logf("  %-20s %4d calls, %3d failed, %9s in all, %9s per call", c.Name, c.Calls, c.Failed, c.Total.Round(time.Millisecond), c.PerCall().Round(time.Microsecond))
+	}
+	tb.Logf("  judging took %s; remote Jobs per worker %v", res.Judging().Round(time.Millisecond), res.PerWorker())
+}
+
+// BenchmarkStress runs the stress scenario at full size on its own
+// topology: $MKTK_STRESS_WORKLOADS (default 500) Jobs of 1 CPU submitted at
+// once to $MKTK_STRESS_WORKERS (default 3) workers of 20 CPU each (60 run
+// at once), every assertion over every workload. It reports the run's
+// duration and each assertion's cost per call. Not in the CI path:
+//
+//	go test ./scenario -run '^$' -bench Stress -benchtime 1x -timeout 60m
+func BenchmarkStress(b *testing.B) {
+	n := envInt(b, "MKTK_STRESS_WORKLOADS", 500)
+	workers := envInt(b, "MKTK_STRESS_WORKERS", 3)
+	ctx := context.Background()
+	start := time.Now()
+	topo, err := local.New(ctx, topology.Options{Workers: workers, WorkerQuota: topology.Quota{CPU: "20", Memory: "40Gi"}}, local.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer topo.Close(ctx)
+	b.Logf("%d workers Active after %s", workers, time.Since(start).Round(time.Millisecond))
+	env, err := scenario.Observe(ctx, topo)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer env.Close()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		res, err := scenario.Stress(ctx, env, scenario.StressOptions{Workloads: n, NamePrefix: fmt.Sprintf("bench-%d", i)})
+		logStress(b, res)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(len(res.Objects)), "workloads")
+		b.ReportMetric(float64(res.Workers), "workers")
+		b.ReportMetric(res.Run.Seconds(), "run-s")
+		b.ReportMetric(res.Judging().Seconds(), "judging-s")
+		for _, c := range res.Assertions {
+			b.ReportMetric(float64(c.PerCall().Microseconds())/1000, c.Name+"-ms/call")
+		}
+	}
+	b.ReportMetric(0, "ns/op")
+}
+
+func envInt(tb testing.TB, name string, def int) int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		tb.Fatalf("%s=%q is not a positive number", name, v)
+	}
+	return n
+}
