@@ -39,8 +39,8 @@ func TestDispatchJobsOnThreeWorkers(t *testing.T) {
 			t.Errorf("temporary directory %s left after teardown (stat: %v)", dir, err)
 		}
 	}()
-	if n := len(local.ProcessesUnder(dir)); n != 8 {
-		t.Errorf("want 8 etcd/kube-apiserver processes for 4 clusters, found %d", n)
+	if n := len(local.ProcessesUnder(dir)); n != 12 {
+		t.Errorf("want 12 etcd/kube-apiserver/kube-controller-manager processes for 4 clusters, found %d", n)
 	}
 
 	env, err := scenario.Observe(ctx, topo)
