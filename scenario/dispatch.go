@@ -32,8 +32,8 @@ type DispatchOptions struct {
 	RunFor time.Duration
 	// Fails makes every job fail (Dispatch only).
 	Fails bool
-	// StartTimeout bounds the wait, after a job kind's workloads were placed,
-	// for one of its remote copies to start; none starting is reported as
+	// StartTimeout bounds the wait, after the jobs were submitted, for one
+	// remote copy of each kind to start; none starting is reported as
 	// nothing running that kind on the workers. Default DefaultStartTimeout.
 	StartTimeout time.Duration
 }
@@ -145,16 +145,20 @@ func (r *run) dispatch(ctx context.Context, objs []client.Object, o DispatchOpti
 		return res, err
 	}
 	var errs []error
+	for _, k := range r.idleKinds(ctx, objs, o.StartTimeout) {
+		errs = append(errs, r.errorf("no %s started on its worker within %s of being submitted: does anything run %ss on the workers?", k, o.StartTimeout, k))
+	}
+	// Finished first: the placement checks then judge a complete history
+	// (with MultiKueueWaitForWorkloadAdmitted off, a workload is placed
+	// before the winner's copy is admitted).
+	errs = append(errs, r.judge(ctx, objs, check{"Finished", r.chk.Finished}))
 	errs = append(errs, r.judge(ctx, objs, r.placementChecks()...))
 	for _, ob := range objs {
 		if w, err := r.placement(ctx, ob); err == nil && w != "" {
 			res.Placement[ref(ob)] = w
 		}
 	}
-	for _, k := range r.idleKinds(ctx, objs, o.StartTimeout) {
-		errs = append(errs, r.errorf("no %s started on its worker within %s of being placed: does anything run %ss on the workers?", k, o.StartTimeout, k))
-	}
-	errs = append(errs, r.judge(ctx, objs, append(r.runChecks(), r.outcomeCheck())...))
+	errs = append(errs, r.judge(ctx, objs, check{"StatusSynced", r.chk.StatusSynced}, r.outcomeCheck()))
 	errs = append(errs, r.chk.QuotaRespected(ctx), r.chk.NoOrphans(ctx))
 	return res, errors.Join(errs...)
 }

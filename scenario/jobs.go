@@ -212,9 +212,9 @@ func (r *run) judge(ctx context.Context, objs []client.Object, checks ...check) 
 	return errors.Join(errs...)
 }
 
-// DefaultStartTimeout is how long a scenario waits, after a job kind's
-// workloads were placed, for one of them to start on its worker before it
-// concludes that nothing runs that kind there.
+// DefaultStartTimeout is how long a scenario waits, after submitting jobs of
+// a kind, for one of them to start on its worker before it concludes that
+// nothing runs that kind there.
 const DefaultStartTimeout = 30 * time.Second
 
 // idleKinds waits (up to timeout) until, for each job kind among objs

@@ -60,8 +60,9 @@ type OutageResult struct {
 	// Worker is the worker that was stopped.
 	Worker string
 	// Stopped and Restarted are when its API server was stopped and started
-	// again.
-	Stopped, Restarted time.Time
+	// again; Inactive and Active when its MultiKueueCluster was recorded
+	// Active=False after the stop and Active=True after the restart.
+	Stopped, Restarted, Inactive, Active time.Time
 	// InFlight are the Jobs placed on Worker and not finished at the stop,
 	// each with when the manager evicted it from Worker (its hold ended) and
 	// the worker it was placed on next.
@@ -197,6 +198,15 @@ func WorkerOutage(ctx context.Context, env *Env, o OutageOptions) (OutageResult,
 	back := *r.chk
 	back.Timeout = KueueReconnectBackoffMax + r.chk.Timeout
 	errs = append(errs, back.ClusterActive(ctx, victim.Name))
+	evs, _ := env.Obs.History(observe.KindMultiKueueCluster, "", victim.Name)
+	for _, e := range evs {
+		switch {
+		case e.Type == observe.ClusterInactive && e.Time.After(res.Stopped) && res.Inactive.IsZero():
+			res.Inactive = e.Time
+		case e.Type == observe.ClusterActive && e.Time.After(res.Restarted) && res.Active.IsZero():
+			res.Active = e.Time
+		}
+	}
 	for _, d := range res.InFlight {
 		errs = append(errs, judgeHold(d, victim.Name, res.Stopped, wlt, o.RedispatchBound))
 	}

@@ -37,8 +37,9 @@ func TestWorkerOutage(t *testing.T) {
 	env := resilient.get(t)
 	start := time.Now()
 	res, err := scenario.WorkerOutage(ctx, env, scenario.OutageOptions{})
-	t.Logf("%d Jobs in %s; stopped %s at %s, restarted at %s", len(res.Objects), time.Since(start).Round(time.Millisecond),
-		res.Worker, res.Stopped.Format("15:04:05.000"), res.Restarted.Format("15:04:05.000"))
+	t.Logf("%d Jobs in %s; stopped %s at %s (Inactive %s later), restarted at %s (Active %s later)", len(res.Objects), time.Since(start).Round(time.Millisecond),
+		res.Worker, res.Stopped.Format("15:04:05.000"), res.Inactive.Sub(res.Stopped).Round(time.Millisecond),
+		res.Restarted.Format("15:04:05.000"), res.Active.Sub(res.Restarted).Round(time.Millisecond))
 	for _, d := range res.InFlight {
 		t.Logf("  %s: placed on %s at %s, held %s after the stop (%s after placement), then placed on %s",
 			d.Job, res.Worker, d.Placed.Format("15:04:05.000"), d.Held(res.Stopped).Round(time.Millisecond),
