@@ -48,7 +48,10 @@ type controlPlane struct {
 }
 
 const (
-	procStopTimeout = 10 * time.Second
+	// procStopTimeout bounds a stop; it is reached only when a process (or a
+	// manager) hangs. A SIGKILLed kube-apiserver of several hundred MB took
+	// over 10 s to be reaped at a load average of 70.
+	procStopTimeout = 30 * time.Second
 	adminUser       = "mktk-admin"
 )
 
