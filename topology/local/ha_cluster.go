@@ -338,7 +338,12 @@ func (h *haCluster) close() error {
 	}
 	var errs []error
 	for _, k := range h.replicas {
-		errs = append(errs, k.stop())
+		// A replica whose manager exited on its own (a leader that lost the
+		// Lease: a pod that would restart) is no teardown failure.
+		exited := !k.running()
+		if err := k.stop(); err != nil && !exited {
+			errs = append(errs, err)
+		}
 	}
 	return errors.Join(append(errs, h.proxy.close())...)
 }

@@ -22,7 +22,8 @@ type Replica struct {
 	// leader Lease while it leads: "<Name>_<uuid>", new at every start.
 	Identity string
 	// Running is false once StopReplica or KillReplica stopped it (until
-	// StartReplica or Lifecycle.StartKueue).
+	// StartReplica or Lifecycle.StartKueue), or once its manager exited on
+	// its own (a partitioned leader that lost the Lease).
 	Running bool
 	// Ready is its endpoint's readiness as last written to the Services'
 	// EndpointSlices.
@@ -66,7 +67,7 @@ func (p *Provider) Replicas(cluster string) ([]Replica, error) {
 			Cluster:          h.cluster,
 			Name:             r.name,
 			Identity:         r.currentIdentity(),
-			Running:          !h.down[r.name],
+			Running:          !h.down[r.name] && k.running(),
 			Ready:            h.ready[r.name],
 			Visibility:       h.visibilityConfig(r),
 			WebhookURL:       "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(k.webhookPort)),
@@ -205,4 +206,22 @@ func (p *Provider) haReplica(cluster, name string) (*haCluster, *kueueProcess, e
 	}
 	k, err := h.replica(name)
 	return h, k, err
+}
+
+// running reports whether k's manager runs (started and not exited).
+func (k *kueueProcess) running() bool {
+	if !k.mu.TryLock() {
+		return true // starting or stopping
+	}
+	defer k.mu.Unlock()
+	if k.cancel == nil {
+		return false
+	}
+	select {
+	case err := <-k.done:
+		k.done <- err
+		return false
+	default:
+		return true
+	}
 }

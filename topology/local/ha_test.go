@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	visibilityclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 
+	"github.com/multikueue-testkit/testkit/internal/poll"
 	"github.com/multikueue-testkit/testkit/topology"
 	"github.com/multikueue-testkit/testkit/topology/local"
 	"github.com/multikueue-testkit/testkit/workload"
@@ -30,7 +32,7 @@ import (
 // and reaches each replica directly: both answer Kueue's validating webhook
 // (a ClusterQueue with a bad spec is denied, a good one allowed) and the
 // visibility API; through the API server, the webhooks and the visibility
-// APIService work; kueue-0 leads.
+// APIService work, and concurrent calls reach both replicas; kueue-0 leads.
 func TestHAEveryReplicaServes(t *testing.T) {
 	ctx := context.Background()
 	start := time.Now()
@@ -102,6 +104,44 @@ func TestHAEveryReplicaServes(t *testing.T) {
 	}
 	if !ptr.Deref(job.Spec.Suspend, false) {
 		t.Errorf("dry-run Job through the API server: not suspended; Kueue's mutating webhook was not called")
+	}
+
+	// Concurrent calls through the API server reach both replicas: it calls
+	// Service webhooks over HTTP/1.1, one connection per concurrent call,
+	// each to a ready endpoint picked at random; the aggregator does the
+	// same for the visibility APIService.
+	round := func() {
+		var wg sync.WaitGroup
+		for i := range 16 {
+			wg.Go(func() {
+				j := workload.NewJob(fmt.Sprintf("ha-spread-%d", i), topo.Spec.Queues.Namespaces[0]).Queue(topo.Spec.Queues.LocalQueue).Requests("1", "1Gi").Obj()
+				if err := topo.Manager.Client.Create(ctx, j, client.DryRunAll); err != nil {
+					t.Errorf("dry-run Job through the API server: %v", err)
+				}
+				if _, err := vc.VisibilityV1beta2().ClusterQueues().GetPendingWorkloadsSummary(ctx, cq, metav1.GetOptions{}); err != nil {
+					t.Errorf("visibility through the API server: %v", err)
+				}
+			})
+		}
+		wg.Wait()
+	}
+	err = poll.Until(ctx, time.Minute, "concurrent calls through the API server to reach both replicas", func(context.Context) error {
+		round()
+		if rs, err = p.Replicas(mgr); err != nil {
+			return poll.Stop(err)
+		}
+		for _, r := range rs {
+			if r.WebhookEgress.Connections == 0 || r.VisibilityEgress.Connections == 0 {
+				return fmt.Errorf("replica %s got webhook %d, visibility %d connections", r.Name, r.WebhookEgress.Connections, r.VisibilityEgress.Connections)
+			}
+		}
+		return nil
+	})
+	for _, r := range rs {
+		t.Logf("replica %s: the API server connected %d times for webhooks, %d for visibility", r.Name, r.WebhookEgress.Connections, r.VisibilityEgress.Connections)
+	}
+	if err != nil {
+		t.Error(err)
 	}
 }
 
