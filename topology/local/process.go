@@ -20,6 +20,8 @@ type process struct {
 	cluster string
 	path    string
 	args    []string
+	// env is added to this process's environment (later entries win).
+	env     []string
 	logPath string
 
 	mu      sync.Mutex
@@ -39,6 +41,9 @@ func (p *process) start() error {
 		return err
 	}
 	cmd := exec.Command(p.path, p.args...)
+	if len(p.env) > 0 {
+		cmd.Env = append(os.Environ(), p.env...)
+	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
