@@ -77,7 +77,8 @@ func (r StressResult) Judging() time.Duration {
 
 // Stress is the stress scenario: it submits Workloads jobs to the manager
 // concurrently (Concurrency creations in flight), more than its quota
-// admits at once, waits until every Workload is Finished (the run), and
+// admits at once, waits until every Workload is Finished (the run; for as
+// long as one more finishes within the Checker's timeout), and
 // then judges every workload with every per-workload assertion
 // (ExactlyOnceAdmitted, NominationCleared, LosersCleaned, StatusSynced,
 // Finished; one assertion at a time over all workloads, timed) and the
@@ -145,18 +146,14 @@ func Stress(ctx context.Context, env *Env, o StressOptions) (StressResult, error
 		res.Jobs = append(res.Jobs, jobOf(ob)...)
 	}
 
-	// The run: every Workload Finished. Waits scale with the rounds the
-	// quota allows.
-	rounds := (o.Workloads + min(res.ManagerSlots, res.WorkerSlots) - 1) / min(res.ManagerSlots, res.WorkerSlots)
-	long := *r.chk
-	long.Timeout = r.chk.Timeout + time.Duration(rounds)*(d.RunFor+5*time.Second)
-	lr := &run{env: env, chk: &long, name: r.name, start: r.start}
+	// The run: every Workload Finished, waiting as long as Workloads keep
+	// finishing (the Checker's timeout without progress fails).
 	start := time.Now()
-	if err := lr.submitN(ctx, objs, o.Concurrency); err != nil {
+	if err := r.submitN(ctx, objs, o.Concurrency); err != nil {
 		return res, err
 	}
 	res.Submit = time.Since(start)
-	if err := lr.judge(ctx, objs, check{"Finished", long.Finished}); err != nil {
+	if err := r.allFinished(ctx, objs); err != nil {
 		res.Run = time.Since(start)
 		return res, err
 	}
@@ -212,6 +209,60 @@ func (r *Runner) Stress(ctx context.Context, o StressOptions) (StressResult, boo
 	r.h.Helper()
 	res, err := Stress(ctx, r.env, o)
 	return res, r.report(err)
+}
+
+// allFinished waits until every object's manager Workload is Finished, for
+// as long as one more finishes within the Checker's timeout; on a stall it
+// returns the Finished failure of each unfinished one (at most 10).
+func (r *run) allFinished(ctx context.Context, objs []client.Object) error {
+	mgr := r.env.Topo.Manager.Name
+	keys := make([]client.ObjectKey, len(objs))
+	for i, o := range objs {
+		k, err := r.workloadKey(ctx, o)
+		if err != nil {
+			return err
+		}
+		keys[i] = k
+	}
+	done := make([]bool, len(objs))
+	finished, last := 0, time.Now()
+	t := time.NewTicker(500 * time.Millisecond)
+	defer t.Stop()
+	for {
+		for i, k := range keys {
+			if done[i] {
+				continue
+			}
+			evs, _ := r.env.Obs.History(observe.KindWorkload, k.Namespace, k.Name)
+			for _, e := range evs {
+				if e.Cluster == mgr && e.Type == observe.Finished {
+					done[i], finished, last = true, finished+1, time.Now()
+					break
+				}
+			}
+		}
+		if finished == len(objs) {
+			return nil
+		}
+		if time.Since(last) > r.chk.Timeout {
+			var left []client.Object
+			for i, o := range objs {
+				if !done[i] && len(left) < 10 {
+					left = append(left, o)
+				}
+			}
+			short := *r.chk
+			short.Timeout = time.Second
+			sr := &run{env: r.env, chk: &short, name: r.name, start: r.start}
+			return errors.Join(r.errorf("%d of %d Workloads Finished, none more for %s", finished, len(objs), r.chk.Timeout),
+				sr.judge(ctx, left, check{"Finished", short.Finished}))
+		}
+		select {
+		case <-ctx.Done():
+			return r.errorf("%d of %d Workloads Finished: %w", finished, len(objs), ctx.Err())
+		case <-t.C:
+		}
+	}
 }
 
 // submitN creates objs on the manager, n at a time.
