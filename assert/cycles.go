@@ -66,12 +66,17 @@ func cyclesOf(events []observe.Event, manager string) ([]cycle, []string) {
 // anchorCycles moves each cycle's start back to the moment the remote job
 // appeared on the selected worker, when that came first: MultiKueue creates
 // the remote job before its status update of the manager Workload lands, so
-// the selection happened by then.
+// the selection happened by then. Only a job still there when the manager
+// named the worker anchors the cycle: one created and deleted again before
+// (Kueue v0.17.0 can dispatch while an eviction is under way and then remove
+// that job) belongs to no cycle, and moving the start back to it would judge
+// the copies made in between as made after the selection.
 func anchorCycles(cycles []cycle, jobs []observe.Event) {
 	var lower time.Time
 	for i := range cycles {
 		for _, e := range jobs {
-			if e.Type == observe.Created && e.Cluster == cycles[i].cluster && e.Time.After(lower) && e.Time.Before(cycles[i].start) {
+			if e.Type == observe.Created && e.Cluster == cycles[i].cluster && e.Time.After(lower) && e.Time.Before(cycles[i].start) &&
+				!deletedBetween(jobs, e, cycles[i].start) {
 				cycles[i].start = e.Time
 				break
 			}
@@ -81,6 +86,18 @@ func anchorCycles(cycles []cycle, jobs []observe.Event) {
 			lower = cycles[i].start
 		}
 	}
+}
+
+// deletedBetween reports whether the object created by created (same cluster
+// and UID) was deleted before until.
+func deletedBetween(events []observe.Event, created observe.Event, until time.Time) bool {
+	for _, e := range events {
+		if e.Type == observe.Deleted && e.Cluster == created.Cluster && e.UID == created.UID &&
+			!e.Time.Before(created.Time) && e.Time.Before(until) {
+			return true
+		}
+	}
+	return false
 }
 
 func hasEvent(events []observe.Event, cluster string, t observe.Type) bool {

@@ -40,4 +40,20 @@ func TestCyclesOf(t *testing.T) {
 	if !cycles[0].start.Equal(at(5)) {
 		t.Fatalf("remote job creation did not anchor the cycle: %v", cycles[0].start)
 	}
+	// A remote job created and deleted again before the selection (dispatch
+	// during an eviction) does not anchor the cycle; a later one does.
+	cycles[0].start = at(10)
+	jobs = []observe.Event{
+		{Time: at(3), Cluster: "w1", UID: "a", Type: observe.Created},
+		{Time: at(6), Cluster: "w1", UID: "a", Type: observe.Deleted},
+	}
+	anchorCycles(cycles, jobs)
+	if !cycles[0].start.Equal(at(10)) {
+		t.Fatalf("a remote job deleted before the selection anchored the cycle: %v", cycles[0].start)
+	}
+	jobs = append(jobs, observe.Event{Time: at(8), Cluster: "w1", UID: "b", Type: observe.Created})
+	anchorCycles(cycles, jobs)
+	if !cycles[0].start.Equal(at(8)) {
+		t.Fatalf("the remote job alive at selection did not anchor the cycle: %v", cycles[0].start)
+	}
 }

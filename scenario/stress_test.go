@@ -60,7 +60,12 @@ func BenchmarkStress(b *testing.B) {
 		res, err := scenario.Stress(ctx, env, scenario.StressOptions{Workloads: n, NamePrefix: fmt.Sprintf("bench-%d", i)})
 		logStress(b, res)
 		if err != nil {
-			b.Fatal(err)
+			// Failures are findings; report them without drowning the figures.
+			fails := leaves(err)
+			for _, e := range fails[:min(3, len(fails))] {
+				b.Log(e)
+			}
+			b.Errorf("%d checks failed (the first 3 above; per assertion in the table)", len(fails))
 		}
 		b.ReportMetric(float64(len(res.Objects)), "workloads")
 		b.ReportMetric(float64(res.Workers), "workers")
