@@ -29,6 +29,9 @@ type lever struct {
 	apiArgs  []string
 	apiEnv   []string
 	etcdArgs []string
+	// v1beta1 serves Kueue's CRDs at v1beta1 too (local.Options
+	// ServeKueueV1beta1, the default before the storage-version lever).
+	v1beta1 bool
 }
 
 // startupLevers are the levers measured, "defaults" first.
@@ -50,6 +53,9 @@ func startupLevers() []lever {
 		{name: "apiserver-GOMAXPROCS-all", apiEnv: []string{"GOMAXPROCS=" + strconv.Itoa(runtime.NumCPU())}},
 		{name: "etcd-snapshot-count-1000", etcdArgs: []string{"--snapshot-count=1000"}},
 		{name: "etcd-quota-256MiB", etcdArgs: []string{"--quota-backend-bytes=268435456"}},
+		// The lever kept in crds.go, measured the other way round: how much
+		// serving v1beta1 as well costs.
+		{name: "kueue-v1beta1-served", v1beta1: true},
 	}
 }
 
@@ -119,7 +125,7 @@ func BenchmarkStartupLevers(b *testing.B) {
 			l := levers[i]
 			os.Setenv(assets.EnvAssets, dirs[i])
 			start := time.Now()
-			topo, err := local.New(ctx, topology.Options{Workers: n}, local.Options{APIServerArgs: l.apiArgs})
+			topo, err := local.New(ctx, topology.Options{Workers: n}, local.Options{APIServerArgs: l.apiArgs, ServeKueueV1beta1: l.v1beta1})
 			if err != nil {
 				b.Fatalf("lever %s: %v", l.name, err)
 			}

@@ -29,7 +29,9 @@ type controlPlane struct {
 	dir       string
 	bins      assets.Binaries
 	extraArgs []string
-	timeout   time.Duration
+	// extraEnv is added to kube-apiserver's environment (Options.APIServerEnv).
+	extraEnv []string
+	timeout  time.Duration
 
 	ca    *certAuthority
 	admin keyPair
@@ -180,7 +182,7 @@ func (cp *controlPlane) newAPIServer() *process {
 		// Every cluster runs an API server on the same CPUs: with half of
 		// them each (one on 2 cores), a 1+3 start used 11 % less CPU and
 		// time (BenchmarkStartupLevers, README "Start-up levers").
-		env: []string{"GOMAXPROCS=" + strconv.Itoa(max(1, runtime.NumCPU()/2))},
+		env: append([]string{"GOMAXPROCS=" + strconv.Itoa(max(1, runtime.NumCPU()/2))}, cp.extraEnv...),
 	}
 }
 

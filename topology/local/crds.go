@@ -31,13 +31,22 @@ type crdSource struct {
 	dir    string
 	// files to install; empty means every .yaml in dir.
 	files []string
+	// storageOnly serves each CRD at its storage version only.
+	storageOnly bool
 }
 
 // crdSources returns the CRDs a cluster needs for the given integrations and
 // connector: Kueue's always, JobSet's and Ray's only when those integrations
 // are on, ClusterProfile's only when asked for. Fewer CRDs start faster.
-func crdSources(integrations []string, clusterProfiles bool) []crdSource {
-	srcs := []crdSource{{module: modsrc.Kueue, dir: "config/components/crd/bases"}}
+//
+// Kueue's CRDs are served at their storage version (v1beta2) only unless
+// kueueV1beta1 is set: the base CRDs come without the conversion webhook the
+// chart adds, so v1beta1 would be served with conversion None (lossy for
+// every field that changed) and nothing here reads it; the second version
+// costs the API server about a third of its start-up CPU (the Workload CRD's
+// two schemas are 9,500 lines each).
+func crdSources(integrations []string, clusterProfiles, kueueV1beta1 bool) []crdSource {
+	srcs := []crdSource{{module: modsrc.Kueue, dir: "config/components/crd/bases", storageOnly: !kueueV1beta1}}
 	var ray []string
 	for _, in := range integrations {
 		switch in {
@@ -136,10 +145,26 @@ func loadCRDs(ctx context.Context, srcs []crdSource) ([]*apiextensionsv1.CustomR
 			if err != nil {
 				return nil, err
 			}
+			if src.storageOnly {
+				for _, crd := range crds {
+					storageVersionOnly(crd)
+				}
+			}
 			out = append(out, crds...)
 		}
 	}
 	return out, nil
+}
+
+// storageVersionOnly drops every version of crd but its storage version
+// (a CRD without one is left as it is).
+func storageVersionOnly(crd *apiextensionsv1.CustomResourceDefinition) {
+	for _, v := range crd.Spec.Versions {
+		if v.Storage {
+			crd.Spec.Versions = []apiextensionsv1.CustomResourceDefinitionVersion{v}
+			return
+		}
+	}
 }
 
 func decodeCRDs(path string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
