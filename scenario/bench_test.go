@@ -13,6 +13,7 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/multikueue-testkit/testkit/internal/poll"
+	"github.com/multikueue-testkit/testkit/observe"
 	"github.com/multikueue-testkit/testkit/scenario"
 	"github.com/multikueue-testkit/testkit/topology"
 	"github.com/multikueue-testkit/testkit/topology/local"
@@ -55,7 +56,9 @@ func BenchmarkStartup(b *testing.B) {
 // BenchmarkJobToFinished measures one Job from creation on the manager to its
 // Workload being Finished on the manager, on 1 manager + 3 workers, with a
 // 1s run time on the worker; it reports the latency and its ratio to the run
-// time (the MultiKueue overhead factor).
+// time (the MultiKueue overhead factor), and the time each step took, read
+// from the Observer's history (jobSteps; one metric per step, the mean in
+// milliseconds, and a log line per Job).
 //
 //	go test ./scenario -run '^$' -bench JobToFinished -benchtime 5x
 func BenchmarkJobToFinished(b *testing.B) {
@@ -72,6 +75,8 @@ func BenchmarkJobToFinished(b *testing.B) {
 	defer env.Close()
 	const run = time.Second
 	var total time.Duration
+	stepSums := map[string]time.Duration{}
+	var stepNames []string
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		job := workload.NewJob(fmt.Sprintf("bench-%d", i), "default").Queue("user-queue").Requests("1", "1Gi").RunFor(run).Obj()
@@ -83,11 +88,90 @@ func BenchmarkJobToFinished(b *testing.B) {
 			b.Fatal(err)
 		}
 		total += time.Since(start)
+		steps := jobSteps(env, job, start)
+		var line []string
+		for _, st := range steps {
+			if _, ok := stepSums[st.name]; !ok {
+				stepNames = append(stepNames, st.name)
+			}
+			stepSums[st.name] += st.took
+			line = append(line, fmt.Sprintf("%s %s", st.name, st.took.Round(time.Millisecond)))
+		}
+		b.Logf("%s: %s", job.Name, strings.Join(line, ", "))
 	}
 	per := total.Seconds() / float64(b.N)
 	b.ReportMetric(per, "s/job")
 	b.ReportMetric(per/run.Seconds(), "latency/runtime")
+	for _, name := range stepNames {
+		b.ReportMetric(float64(stepSums[name].Milliseconds())/float64(b.N), name+"-ms")
+	}
 	b.ReportMetric(0, "ns/op")
+}
+
+// step is the time from the previous step's event to this one's.
+type step struct {
+	name string
+	took time.Duration
+}
+
+// jobSteps breaks one finished Job's way down from its creation (start) to
+// its manager Workload Finished, from the events the Observer recorded on
+// every cluster: manager Workload created, quota reserved on the manager,
+// the first remote copy created, the winner's copy admitted, the remote Job
+// created, unsuspended, started and succeeded on the winner, the manager's
+// Job succeeded (status synced) and the manager's Workload Finished. A step
+// whose event is missing is left out and the next one counts from the last
+// event found.
+func jobSteps(env *scenario.Env, job *batchv1.Job, start time.Time) []step {
+	mgr := env.Topo.Manager.Name
+	key, ok := workloadOf(env, job)
+	if !ok {
+		return nil
+	}
+	wl, _ := env.Obs.History(observe.KindWorkload, key.Namespace, key.Name)
+	jobs, _ := env.Obs.History(observe.KindJob, job.Namespace, job.Name)
+	winner := ""
+	for _, e := range jobs {
+		if e.Cluster != mgr && e.Type == observe.Created {
+			winner = e.Cluster
+		}
+	}
+	first := func(evs []observe.Event, match func(observe.Event) bool) time.Time {
+		for _, e := range evs {
+			if match(e) {
+				return e.Time
+			}
+		}
+		return time.Time{}
+	}
+	on := func(cluster string, t observe.Type) func(observe.Event) bool {
+		return func(e observe.Event) bool { return e.Cluster == cluster && e.Type == t }
+	}
+	marks := []struct {
+		name string
+		at   time.Time
+	}{
+		{"workload-created", first(wl, on(mgr, observe.Created))},
+		{"quota-reserved", first(wl, on(mgr, observe.QuotaReserved))},
+		{"copies-created", first(wl, func(e observe.Event) bool { return e.Cluster != mgr && e.Type == observe.Created })},
+		{"remote-admitted", first(wl, on(winner, observe.Admitted))},
+		{"remote-job-created", first(jobs, on(winner, observe.Created))},
+		{"remote-unsuspended", first(jobs, on(winner, observe.JobUnsuspended))},
+		{"remote-started", first(jobs, on(winner, observe.JobStarted))},
+		{"remote-succeeded", first(jobs, on(winner, observe.JobSucceeded))},
+		{"manager-job-succeeded", first(jobs, on(mgr, observe.JobSucceeded))},
+		{"manager-finished", first(wl, on(mgr, observe.Finished))},
+	}
+	var out []step
+	prev := start
+	for _, m := range marks {
+		if m.at.IsZero() {
+			continue
+		}
+		out = append(out, step{name: m.name, took: m.at.Sub(prev)})
+		prev = m.at
+	}
+	return out
 }
 
 // BenchmarkObserverOverhead runs the same batch of Jobs end to end on one

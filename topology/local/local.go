@@ -23,6 +23,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crconfig "sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/kueue/pkg/constants"
 
 	"github.com/go-logr/logr"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
@@ -43,8 +44,14 @@ type Options struct {
 	// becoming Established and served, Kueue becoming ready, also when
 	// Cluster.Lifecycle starts it again). Default 2 minutes.
 	StartTimeout time.Duration
-	// EventsBatchPeriod is MultiKueue's events batch period; zero keeps
-	// Kueue's default.
+	// EventsBatchPeriod is how long MultiKueue holds an event from a worker
+	// (a remote Workload or Job changed) before it reconciles the manager's
+	// Workload. Zero means DefaultEventsBatchPeriod (100 ms, the value
+	// Kueue's own MultiKueue integration suites run with);
+	// KueueEventsBatchPeriod (1 s) is what a Kueue installed from its chart
+	// runs with, and cannot be configured there. With 1 s, a Job's status
+	// reaches the manager about a second after it changed on the worker
+	// (README, "Performance").
 	EventsBatchPeriod time.Duration
 	// Sequential starts the clusters one after another instead of in
 	// parallel (for comparison benchmarks).
@@ -141,6 +148,16 @@ func installLogger(l *logr.Logger) {
 	}
 }
 
+// Events batch periods of MultiKueue (Options.EventsBatchPeriod).
+const (
+	// DefaultEventsBatchPeriod is the local topology's: what Kueue's own
+	// MultiKueue integration tests use.
+	DefaultEventsBatchPeriod = 100 * time.Millisecond
+	// KueueEventsBatchPeriod is Kueue's built-in one, which a Kueue
+	// installed from its chart runs with.
+	KueueEventsBatchPeriod = constants.UpdatesBatchPeriod
+)
+
 // startTimeout is the default bound on one start step.
 const startTimeout = 2 * time.Minute
 
@@ -170,6 +187,9 @@ func New(ctx context.Context, opts topology.Options, lopts Options) (*topology.T
 func NewProvider(o Options) *Provider {
 	if o.StartTimeout == 0 {
 		o.StartTimeout = startTimeout
+	}
+	if o.EventsBatchPeriod == 0 {
+		o.EventsBatchPeriod = DefaultEventsBatchPeriod
 	}
 	return &Provider{opts: o}
 }
