@@ -134,10 +134,13 @@ func knownOutageFindings(lost string) func(error) (*assert.Failure, bool) {
 // after they left the lost worker, of those for which ExactlyOnceAdmitted
 // saw a remote Job created while no worker was selected (MultiKueue
 // dispatched during the eviction). Kueue v0.17.0 can leave such a workload
-// unadmitted for good: kubernetes-sigs/kueue#11378 ("workloads evicted from
-// a worker cluster could fail to be re-admitted"; Kueue now waits for the
-// eviction to complete before a new nomination), merged after v0.17.0 and
-// cherry-picked to release-0.17 (#11472). Seen once in CI, 6 Jobs.
+// unadmitted for good: kubernetes-sigs/kueue#11062 (from a stale cache the
+// reconciler creates the new worker's copy without nominating it, and the
+// webhook then refuses every attempt to set clusterName to it), fixed by
+// #11378 ("workloads evicted from a worker cluster could fail to be
+// re-admitted"; Kueue now waits for the eviction to complete before a new
+// nomination), merged after v0.17.0 and cherry-picked to release-0.17
+// (#11472). Seen once in CI, 6 Jobs.
 func stuckAfterEviction(errs []error, dispatchedInEviction []string) []string {
 	notPlaced := regexp.MustCompile(`^scenario WorkerOutage: Job (\S+) was not placed on another worker after leaving `)
 	var out []string

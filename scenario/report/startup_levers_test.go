@@ -116,7 +116,7 @@ func BenchmarkStartupLevers(b *testing.B) {
 		}
 	}
 	b.Setenv(assets.EnvAssets, "")
-	type sums struct{ wall, cpu, mem float64 }
+	type sums struct{ wall, cpu, mem, all float64 }
 	got := make([]sums, len(levers))
 	b.ResetTimer()
 	for it := 0; it < rounds; it++ {
@@ -134,6 +134,7 @@ func BenchmarkStartupLevers(b *testing.B) {
 			for _, v := range report.MemoryByCluster(topo.Provider().(*local.Provider).Dir(), clusterNames(topo)) {
 				mem += v
 			}
+			all := report.TreeMemory() // with this process: the in-process Kueues and agents
 			cpu := childCPU()
 			if idle > 0 && i == 0 {
 				c0, s0 := childCPU(), selfCPU()
@@ -149,10 +150,11 @@ func BenchmarkStartupLevers(b *testing.B) {
 			if err := topo.Close(ctx); err != nil {
 				b.Fatalf("lever %s: teardown: %v", l.name, err)
 			}
-			b.Logf("round %d, lever %-28s Active in %6.2fs, processes' CPU %6.2fs, PSS %5d MiB", it, l.name, wall.Seconds(), cpu, mem>>20)
+			b.Logf("round %d, lever %-28s Active in %6.2fs, processes' CPU %6.2fs, PSS %5d MiB (%5d MiB with this process)", it, l.name, wall.Seconds(), cpu, mem>>20, all>>20)
 			got[i].wall += wall.Seconds()
 			got[i].cpu += cpu
 			got[i].mem += float64(mem) / (1 << 20)
+			got[i].all += float64(all) / (1 << 20)
 		}
 	}
 	N := float64(rounds)
@@ -162,6 +164,7 @@ func BenchmarkStartupLevers(b *testing.B) {
 		b.ReportMetric(g.wall/N, l.name+"-s")
 		b.ReportMetric(g.cpu/N, l.name+"-cpu-s")
 		b.ReportMetric(g.mem/N, l.name+"-MiB")
+		b.ReportMetric(g.all/N, l.name+"-with-test-process-MiB")
 		if i > 0 {
 			b.ReportMetric(g.wall/base.wall, l.name+"-s/defaults")
 			b.ReportMetric(g.cpu/base.cpu, l.name+"-cpu/defaults")
