@@ -37,10 +37,7 @@ func cyclesOf(events []observe.Event, manager string) ([]cycle, []string) {
 		}
 		switch e.Type {
 		case observe.ClusterNameSet:
-			v := ""
-			if len(e.Values) > 0 {
-				v = e.Values[0]
-			}
+			v := e.ClusterName()
 			switch {
 			case v == "" && open >= 0:
 				out[open].end, open = e.Time, -1

@@ -59,7 +59,7 @@ func (in incarnation) start(wl, jobs []observe.Event) time.Time {
 // placed is when this life first got a clusterName; zero if not yet.
 func (in incarnation) placed(wl []observe.Event, start time.Time) time.Time {
 	for _, e := range wl {
-		if e.Cluster == in.manager && e.Type == observe.ClusterNameSet && len(e.Values) > 0 && e.Values[0] != "" &&
+		if e.Cluster == in.manager && e.ClusterName() != "" &&
 			!e.Time.Before(start) && (in.workloadUID == "" || e.UID == "" || e.UID == in.workloadUID) {
 			return e.Time
 		}

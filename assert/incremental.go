@@ -42,7 +42,7 @@ func (c *Checker) DispatchedIncrementally(ctx context.Context, job client.Object
 		}
 		switch e.Type {
 		case observe.ClusterNameSet:
-			placed = len(e.Values) > 0 && e.Values[0] != ""
+			placed = e.ClusterName() != ""
 			if !placed {
 				round = 0 // re-dispatch: a new pending period
 			}

@@ -68,7 +68,7 @@ func (c *Checker) NominationCleared(ctx context.Context, job client.Object) erro
 				pendingSeen[cur] = firstNomination{at: e.Time, values: slices.Clone(nominated)}
 			}
 		case observe.ClusterNameSet:
-			if len(e.Values) > 0 && e.Values[0] != "" && len(nominated) > 0 {
+			if e.ClusterName() != "" && len(nominated) > 0 {
 				problems = append(problems, fmt.Sprintf("cluster %q: clusterName was set to %q at %s while nominatedClusterNames was still [%s]",
 					mgr, e.Values[0], rel(e.Time, t0), strings.Join(nominated, ",")))
 			}

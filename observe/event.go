@@ -79,6 +79,16 @@ type Event struct {
 	Actor Actor
 }
 
+// ClusterName is the status.clusterName a ClusterNameSet event sets: the
+// worker the manager placed the Workload on, "" when it was reset (and for
+// any other type of event).
+func (e Event) ClusterName() string {
+	if e.Type != ClusterNameSet || len(e.Values) == 0 {
+		return ""
+	}
+	return e.Values[0]
+}
+
 func (e Event) String() string {
 	s := fmt.Sprintf("%s %-10s %s %s/%s %s", e.Time.Format("15:04:05.000"), e.Cluster, e.Kind, e.Namespace, e.Name, e.Type)
 	if e.Detail != "" {

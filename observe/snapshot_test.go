@@ -41,8 +41,11 @@ func TestDiffWorkloadTransitions(t *testing.T) {
 	wl.Status.ClusterName = ptr.To("w2")
 	placed := workloadSnapshot(wl)
 	evs := diff(base, reserved, placed)
-	if got := typesOf(evs); len(got) != 2 || got[0] != Nominated || got[1] != ClusterNameSet || evs[1].Values[0] != "w2" {
+	if got := typesOf(evs); len(got) != 2 || got[0] != Nominated || got[1] != ClusterNameSet || evs[1].ClusterName() != "w2" {
 		t.Fatalf("placed: %v", evs)
+	}
+	if evs[0].ClusterName() != "" {
+		t.Fatalf("a nomination read as a placement: %q", evs[0].ClusterName())
 	}
 	if evs := diff(base, placed, workloadSnapshot(wl)); len(evs) != 0 {
 		t.Fatalf("an unchanged object made events: %v", evs)

@@ -300,7 +300,7 @@ func (r *run) nominatedByUs(ctx context.Context, o client.Object, n *nominator) 
 				errs = append(errs, r.errorf("cluster %q: Workload %s of %s was nominated to [%s] at %s, which the nominator did not write (it wrote %v)",
 					mgr, key, ref(o), strings.Join(e.Values, ","), e.Time.Format("15:04:05.000"), wrote))
 			}
-		case e.Type == observe.ClusterNameSet && len(e.Values) > 0 && e.Values[0] != "":
+		case e.ClusterName() != "":
 			if !slices.Contains(last, e.Values[0]) {
 				errs = append(errs, r.errorf("cluster %q: Workload %s of %s was placed on %q at %s, not nominated by the nominator (last nomination [%s])",
 					mgr, key, ref(o), e.Values[0], e.Time.Format("15:04:05.000"), strings.Join(last, ",")))

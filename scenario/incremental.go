@@ -216,7 +216,7 @@ func (r *run) escalate(ctx context.Context, t JobTemplate) (*Escalation, error) 
 		switch {
 		case e.Type == observe.Nominated && len(e.Values) > 0 && esc.Worker == "":
 			esc.Rounds = append(esc.Rounds, Round{At: e.Time, Clusters: slices.Clone(e.Values)})
-		case e.Type == observe.ClusterNameSet && len(e.Values) > 0 && e.Values[0] != "" && esc.Worker == "":
+		case e.ClusterName() != "" && esc.Worker == "":
 			esc.Worker = e.Values[0]
 		}
 	}

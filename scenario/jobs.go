@@ -279,7 +279,7 @@ func (r *run) placement(ctx context.Context, o client.Object) (string, error) {
 	evs, _ := r.env.Obs.History(observe.KindWorkload, key.Namespace, key.Name)
 	last := ""
 	for _, e := range evs {
-		if e.Cluster == r.env.Topo.Manager.Name && e.Type == observe.ClusterNameSet && len(e.Values) > 0 && e.Values[0] != "" {
+		if e.Cluster == r.env.Topo.Manager.Name && e.ClusterName() != "" {
 			last = e.Values[0]
 		}
 	}

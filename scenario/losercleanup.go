@@ -149,7 +149,7 @@ func (r *run) countLosers(ctx context.Context, o client.Object, res *LoserCleanu
 	winner := ""
 	var placed time.Time
 	for _, e := range evs {
-		if e.Cluster == mgr && e.Type == observe.ClusterNameSet && len(e.Values) > 0 && e.Values[0] != "" {
+		if e.Cluster == mgr && e.ClusterName() != "" {
 			winner, placed = e.Values[0], e.Time
 			break
 		}

@@ -254,10 +254,7 @@ func (r *run) pickVictim(ctx context.Context, objs []client.Object, want string)
 				}
 				switch e.Type {
 				case observe.ClusterNameSet:
-					placed = ""
-					if len(e.Values) > 0 {
-						placed = e.Values[0]
-					}
+					placed = e.ClusterName()
 				case observe.Finished:
 					finished = true
 				}
@@ -312,10 +309,7 @@ func (r *run) redispatched(ctx context.Context, o client.Object, lost string) (R
 			}
 			switch e.Type {
 			case observe.ClusterNameSet:
-				v := ""
-				if len(e.Values) > 0 {
-					v = e.Values[0]
-				}
+				v := e.ClusterName()
 				switch {
 				case v == lost:
 					d.Placed = e.Time

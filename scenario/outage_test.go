@@ -199,10 +199,7 @@ func ranOutsideItsCycle(env *scenario.Env, o client.Object) string {
 			if e.Cluster != mgr || e.Type != observe.ClusterNameSet {
 				continue
 			}
-			v := ""
-			if len(e.Values) > 0 {
-				v = e.Values[0]
-			}
+			v := e.ClusterName()
 			if !e.Time.After(j.Time.Add(assert.DefaultSkew)) {
 				selected = v
 			} else if next == "" && v != "" {

@@ -106,7 +106,7 @@ func ManagerRestart(ctx context.Context, env *Env, o RestartOptions) (RestartRes
 			placed := false
 			for _, e := range wl {
 				if e.Cluster == mgr && e.Type == observe.ClusterNameSet {
-					placed = len(e.Values) > 0 && e.Values[0] != ""
+					placed = e.ClusterName() != ""
 				}
 			}
 			if !placed {

@@ -53,7 +53,7 @@ func workloadTimings(manager string, wl, job []observe.Event, jobUID, wlUID type
 		}
 	}
 	for _, e := range wl {
-		if onMgr(e, wlUID) && e.Type == observe.ClusterNameSet && len(e.Values) > 0 && e.Values[0] != "" {
+		if onMgr(e, wlUID) && e.ClusterName() != "" {
 			t.winner = e.Values[0]
 		}
 	}
