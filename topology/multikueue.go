@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -136,8 +137,23 @@ func (t *Topology) setupQueues(ctx context.Context, c *Cluster, checks []kueue.A
 
 // apply creates obj on c, or updates it with mutate when it exists. The error
 // names the cluster and the object.
+//
+// An AlreadyExists or Conflict answer is tried again (three attempts in
+// all): the object appeared, or changed, between the read and the write.
+// Seen once, starting 1 + 19 clusters with GOMEMLIMIT on every API server
+// ("resourceflavors ... already exists" right after a read that found none);
+// the likely cause is an overloaded API server storing a create and still
+// answering it with an error client-go repeats. The next attempt reads the
+// object and updates it.
 func apply(ctx context.Context, c *Cluster, obj client.Object, mutate func()) error {
-	if _, err := controllerutil.CreateOrUpdate(ctx, c.Client, obj, func() error { mutate(); return nil }); err != nil {
+	var err error
+	for range 3 {
+		_, err = controllerutil.CreateOrUpdate(ctx, c.Client, obj, func() error { mutate(); return nil })
+		if !apierrors.IsAlreadyExists(err) && !apierrors.IsConflict(err) {
+			break
+		}
+	}
+	if err != nil {
 		return fmt.Errorf("cluster %q: apply %s %s: %w", c.Name, kindOf(c, obj), objectName(obj), err)
 	}
 	return nil
