@@ -47,6 +47,9 @@ func startupLevers() []lever {
 		{name: "watch-cache-off", apiArgs: []string{"--watch-cache=false"}},
 		{name: "event-ttl-5m", apiArgs: []string{"--event-ttl=5m"}},
 		{name: "apiserver-GOMEMLIMIT-256MiB", apiEnv: []string{"GOMEMLIMIT=256MiB"}},
+		// From local.BigTopologyWorkers on, the limit is the default: this
+		// lifts it.
+		{name: "apiserver-GOMEMLIMIT-off", apiEnv: []string{"GOMEMLIMIT=off"}},
 		{name: "apiserver-GOGC-50", apiEnv: []string{"GOGC=50"}},
 		// The default gives each kube-apiserver half of the CPUs
 		// (controlplane.go); this measures all of them, the Go default.
