@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -32,7 +33,8 @@ import (
 // deleted. Those copies are also judged as the next or the previous cycle's
 // losers (LosersCleaned). Every other failure fails the test, and so does a
 // remote Job that started on a worker other than the one selected at the
-// time (ranOutsideItsCycle).
+// time (ranOutsideItsCycle), except for a Job stuck after such a dispatch
+// (stuckAfterEviction), whose copy on the unselected worker can run.
 func TestWorkerOutage(t *testing.T) {
 	ctx := context.Background()
 	env := resilient.get(t)
@@ -71,6 +73,12 @@ func TestWorkerOutage(t *testing.T) {
 	}
 	for _, o := range res.Objects {
 		if p := ranOutsideItsCycle(env, o); p != "" {
+			if slices.Contains(stuck, o.GetNamespace()+"/"+o.GetName()) {
+				// The copy made during the eviction can be admitted on
+				// its worker and its Job run there: the same bug.
+				t.Logf("Kueue v0.17.0 finding (known, kubernetes-sigs/kueue#11378): %s", p)
+				continue
+			}
 			t.Error(p)
 		}
 	}
@@ -140,7 +148,8 @@ func knownOutageFindings(lost string) func(error) (*assert.Failure, bool) {
 // #11378 ("workloads evicted from a worker cluster could fail to be
 // re-admitted"; Kueue now waits for the eviction to complete before a new
 // nomination), merged after v0.17.0 and cherry-picked to release-0.17
-// (#11472). Seen once in CI, 6 Jobs.
+// (#11472). Seen in both fresh-clone CI runs of 2026-11-30 (1 of 6 Jobs);
+// in the second the unselected worker admitted its copy and ran the Job.
 func stuckAfterEviction(errs []error, dispatchedInEviction []string) []string {
 	notPlaced := regexp.MustCompile(`^scenario WorkerOutage: Job (\S+) was not placed on another worker after leaving `)
 	var out []string
