@@ -68,7 +68,7 @@ func BenchmarkJobToFinished(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer topo.Close(ctx)
-	env, err := scenarioObserve(ctx, topo)
+	env, err := scenario.Observe(ctx, topo)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -44,21 +44,12 @@ func (swappable) KueueNeeds(ctx context.Context) (topology.KueueNeeds, error) {
 func TestConnectorSwapMidRun(t *testing.T) {
 	ctx := context.Background()
 	kubeconfigSA, profileSA := "multikueue-manager", "multikueue-profile"
-	topo, err := local.New(ctx, topology.Options{
+	topo, env := startObserved(ctx, t, topology.Options{
 		Workers:      2,
 		WorkerQuotas: map[string]topology.Quota{"worker-2": {CPU: "1", Memory: "2Gi"}},
 		Connector:    swappable{connect.KubeconfigSecret{ServiceAccount: kubeconfigSA, Guard: true}},
 		Progress:     testWriter{t},
 	}, local.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	topo.CloseWith(t)
-	env, err := scenario.Observe(ctx, topo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer env.Close()
 	a := assert.Require(t, env.Check)
 	a.SetupActive(ctx)
 

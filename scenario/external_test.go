@@ -21,19 +21,10 @@ import (
 // name for each Workload (MultiKueue races them and removes the loser).
 func TestExternalDispatcher(t *testing.T) {
 	ctx := context.Background()
-	topo, err := local.New(ctx, topology.Options{
+	_, env := startObserved(ctx, t, topology.Options{
 		Workers: 3,
 		Kueue:   topology.KueueOptions{Dispatcher: "example.com/mktk-nominator"},
 	}, local.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	topo.CloseWith(t)
-	env, err := scenario.Observe(ctx, topo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer env.Close()
 
 	t.Run("OneInTurn", func(t *testing.T) {
 		start := time.Now()

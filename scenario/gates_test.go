@@ -86,18 +86,9 @@ func TestWaitForWorkloadAdmittedGateChild(t *testing.T) {
 		t.Fatalf("%s=%q is not a boolean", gateEnv, v)
 	}
 	ctx := context.Background()
-	topo, err := local.New(ctx, topology.Options{Workers: 2, Kueue: topology.KueueOptions{
+	topo, env := startObserved(ctx, t, topology.Options{Workers: 2, Kueue: topology.KueueOptions{
 		FeatureGates: map[string]bool{assert.GateWaitForWorkloadAdmitted: on},
 	}}, local.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	topo.CloseWith(t)
-	env, err := scenario.Observe(ctx, topo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer env.Close()
 	res, _ := scenario.For(t, env).LoserCleanup(ctx, scenario.LoserCleanupOptions{
 		Dispatch:      scenario.DispatchOptions{Jobs: 3},
 		HoldAdmission: 3 * time.Second,

@@ -145,16 +145,7 @@ func TestFailoverPartitionedManagerLeader(t *testing.T) {
 		t.Skip("set MKTK_HA_PARTITION=1 to run the partitioned-leader failover (≈ 2.5 min)")
 	}
 	ctx := context.Background()
-	topo, err := local.New(ctx, topology.Options{Workers: 2}, local.Options{HA: local.HA{Manager: true}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	topo.CloseWith(t)
-	env, err := scenario.Observe(ctx, topo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer env.Close()
+	topo, env := startObserved(ctx, t, topology.Options{Workers: 2}, local.Options{HA: local.HA{Manager: true}})
 	p := topo.Provider().(*local.Provider)
 	res, err := scenario.Failover(ctx, env, scenario.FailoverOptions{Jobs: 50, Stop: func(ctx context.Context, c *topology.Cluster, holder string) error {
 		return p.PartitionReplica(ctx, c.Name, replicaOf(holder))

@@ -23,20 +23,11 @@ import (
 func TestIncrementalDispatcher(t *testing.T) {
 	ctx := context.Background()
 	escalate := os.Getenv("MKTK_INCREMENTAL_ESCALATION") == "1"
-	topo, err := local.New(ctx, topology.Options{
+	_, env := startObserved(ctx, t, topology.Options{
 		WorkerNames:  []string{"delta", "alpha", "charlie", "bravo"},
 		WorkerQuotas: map[string]topology.Quota{"delta": {CPU: "8", Memory: "8Gi"}},
 		Kueue:        topology.KueueOptions{Dispatcher: topology.DispatcherIncremental},
 	}, local.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	topo.CloseWith(t)
-	env, err := scenario.Observe(ctx, topo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer env.Close()
 	start := time.Now()
 	res, _ := scenario.For(t, env).Incremental(ctx, scenario.IncrementalOptions{
 		Dispatch: scenario.DispatchOptions{Jobs: 4, NamePrefix: "rounds"},
