@@ -113,10 +113,29 @@ func TreeMemory() int64 {
 	return sum
 }
 
+// MemoryUnder is the memory (bytes, proportional set size) of this
+// process's descendants whose command line names a path under dir: all of a
+// local topology's processes (Provider.Dir()), including an etcd its
+// clusters share, which MemoryByCluster gives to none of them.
+func MemoryUnder(dir string) int64 {
+	var sum int64
+	if dir == "" {
+		return 0
+	}
+	self := os.Getpid()
+	for _, p := range processTree() {
+		if p.pid != self && strings.Contains(p.cmdline, dir+string(filepath.Separator)) {
+			sum += p.rss
+		}
+	}
+	return sum
+}
+
 // MemoryByCluster attributes the memory (proportional set size) of this
 // process's descendants to clusters: a process belongs to cluster c when its command
 // line names a path under dir/c/ (the local provider keeps each cluster's
 // files in Provider.Dir()/<cluster>). Clusters without processes are absent.
+// An etcd the clusters share (local.EtcdShared) is no cluster's.
 func MemoryByCluster(dir string, clusters []string) map[string]int64 {
 	out := map[string]int64{}
 	if dir == "" {

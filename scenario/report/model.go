@@ -116,8 +116,9 @@ type Cluster struct {
 	APIRequests int64 `json:"api_requests"`
 	// MemoryBytes: memory (PSS) of this cluster's own processes after
 	// start (etcd, kube-apiserver, kube-controller-manager); Kueue runs in
-	// the test process and is not in it. Linux and the local provider only;
-	// 0 elsewhere.
+	// the test process and is not in it, nor is an etcd the clusters share
+	// (local.EtcdShared, the default from local.BigTopologyWorkers
+	// workers). Linux and the local provider only; 0 elsewhere.
 	MemoryBytes int64 `json:"memory_bytes"`
 	// ActiveSeconds, on workers: from the run's start to the
 	// lastTransitionTime of its MultiKueueCluster's Active condition (one

@@ -32,6 +32,8 @@ type lever struct {
 	// v1beta1 serves Kueue's CRDs at v1beta1 too (local.Options
 	// ServeKueueV1beta1, the default before the storage-version lever).
 	v1beta1 bool
+	// etcd is local.Options.Etcd.
+	etcd local.EtcdMode
 }
 
 // startupLevers are the levers measured, "defaults" first.
@@ -59,6 +61,11 @@ func startupLevers() []lever {
 		// The lever kept in crds.go, measured the other way round: how much
 		// serving v1beta1 as well costs.
 		{name: "kueue-v1beta1-served", v1beta1: true},
+		// One etcd for all clusters, each API server under its own
+		// --etcd-prefix; from local.BigTopologyWorkers on it is the
+		// default, and etcd-per-cluster measures the other way round.
+		{name: "etcd-shared", etcd: local.EtcdShared},
+		{name: "etcd-per-cluster", etcd: local.EtcdPerCluster},
 	}
 }
 
@@ -128,15 +135,12 @@ func BenchmarkStartupLevers(b *testing.B) {
 			l := levers[i]
 			os.Setenv(assets.EnvAssets, dirs[i])
 			start := time.Now()
-			topo, err := local.New(ctx, topology.Options{Workers: n}, local.Options{APIServerArgs: l.apiArgs, ServeKueueV1beta1: l.v1beta1})
+			topo, err := local.New(ctx, topology.Options{Workers: n}, local.Options{APIServerArgs: l.apiArgs, ServeKueueV1beta1: l.v1beta1, Etcd: l.etcd})
 			if err != nil {
 				b.Fatalf("lever %s: %v", l.name, err)
 			}
 			wall := time.Since(start)
-			var mem int64
-			for _, v := range report.MemoryByCluster(topo.Provider().(*local.Provider).Dir(), clusterNames(topo)) {
-				mem += v
-			}
+			mem := report.MemoryUnder(topo.Provider().(*local.Provider).Dir())
 			all := report.TreeMemory() // with this process: the in-process Kueues and agents
 			cpu := childCPU()
 			if idle > 0 && i == 0 {
@@ -197,14 +201,6 @@ func wrapperDir(dir string, bins assets.Binaries, l lever) (string, error) {
 		return "", err
 	}
 	return dir, write("etcd", bins.Etcd, nil, l.etcdArgs)
-}
-
-func clusterNames(t *topology.Topology) []string {
-	var out []string
-	for _, c := range t.Clusters() {
-		out = append(out, c.Name)
-	}
-	return out
 }
 
 // childCPU is the CPU time (user + system, seconds) of this process's

@@ -11,3 +11,20 @@ func TestAPIServerEnv(t *testing.T) {
 		t.Errorf("big topology with the caller's override last: %v", got)
 	}
 }
+
+func TestEtcdModeShared(t *testing.T) {
+	for _, c := range []struct {
+		mode    EtcdMode
+		workers int
+		want    bool
+	}{
+		{EtcdAuto, BigTopologyWorkers - 1, false},
+		{EtcdAuto, BigTopologyWorkers, true},
+		{EtcdPerCluster, 19, false},
+		{EtcdShared, 1, true},
+	} {
+		if got := c.mode.shared(c.workers); got != c.want {
+			t.Errorf("%q with %d workers: shared = %v, want %v", c.mode, c.workers, got, c.want)
+		}
+	}
+}

@@ -41,7 +41,11 @@ type controlPlane struct {
 	// KubeRay controllers: the audit log tells them from the test (admin).
 	kueue, agent, kcmID, jobset, kuberay keyPair
 	// audit is the API server's audit log; nil when audit is off.
-	audit    *auditLog
+	audit *auditLog
+	// shared is the topology's one etcd when the clusters share it
+	// (Options.Etcd); then etcd is nil and the API server keeps its data
+	// under its own key prefix.
+	shared   *sharedEtcd
 	etcdPort int
 	apiPort  int
 	etcd     *process
@@ -93,20 +97,23 @@ func newControlPlane(cluster, dir string, bins assets.Binaries, extraArgs []stri
 	return cp, nil
 }
 
-// start brings up etcd and the API server and waits until /readyz answers.
-// A start that loses a port race is retried on fresh ports.
+// start brings up etcd (unless the cluster uses the topology's shared one)
+// and the API server, and waits until /readyz answers. A start that loses a
+// port race is retried on fresh ports.
 func (cp *controlPlane) start(ctx context.Context) error {
 	var err error
 	for attempt := 0; attempt < 3; attempt++ {
-		if cp.etcdPort, err = freePort(); err != nil {
-			return err
+		if cp.shared == nil {
+			if cp.etcdPort, err = freePort(); err != nil {
+				return err
+			}
+			cp.etcd = newEtcd(cp.cluster, cp.dir, cp.bins.Etcd, cp.etcdPort)
 		}
 		if cp.apiPort, err = freePort(); err != nil {
 			return err
 		}
-		cp.etcd = cp.newEtcd()
 		cp.api = cp.newAPIServer()
-		if err = cp.startEtcd(ctx); err == nil {
+		if err = cp.startOwnEtcd(ctx); err == nil {
 			if err = cp.startAPIServer(ctx); err == nil {
 				return nil
 			}
@@ -121,30 +128,18 @@ func (cp *controlPlane) start(ctx context.Context) error {
 
 var errPortInUse = errors.New("address already in use")
 
-func (cp *controlPlane) newEtcd() *process {
-	peerPort, _ := freePort()
-	client := "http://127.0.0.1:" + strconv.Itoa(cp.etcdPort)
-	peer := "http://127.0.0.1:" + strconv.Itoa(peerPort)
-	return &process{
-		name: "etcd", cluster: cp.cluster, path: cp.bins.Etcd, logPath: filepath.Join(cp.dir, "etcd.log"),
-		args: []string{
-			"--name=default",
-			"--data-dir=" + filepath.Join(cp.dir, "etcd-data"),
-			"--listen-client-urls=" + client,
-			"--advertise-client-urls=" + client,
-			"--listen-peer-urls=" + peer,
-			"--initial-advertise-peer-urls=" + peer,
-			"--initial-cluster=default=" + peer,
-			"--unsafe-no-fsync=true",
-			"--log-level=warn",
-		},
+// startOwnEtcd starts the cluster's own etcd; with a shared one, nothing.
+func (cp *controlPlane) startOwnEtcd(ctx context.Context) error {
+	if cp.shared != nil {
+		return nil
 	}
+	return startEtcd(ctx, cp.etcd, cp.etcdPort, cp.timeout)
 }
 
 func (cp *controlPlane) newAPIServer() *process {
 	f := func(name string) string { return filepath.Join(cp.dir, name) }
 	args := []string{
-		"--etcd-servers=http://127.0.0.1:" + strconv.Itoa(cp.etcdPort),
+		"--etcd-servers=" + cp.etcdURL(),
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
 		"--secure-port=" + strconv.Itoa(cp.apiPort),
@@ -165,6 +160,9 @@ func (cp *controlPlane) newAPIServer() *process {
 		"--endpoint-reconciler-type=none",
 		"--profiling=false",
 	}
+	if cp.shared != nil {
+		args = append(args, "--etcd-prefix="+cp.shared.prefix(cp.cluster))
+	}
 	if cp.audit != nil {
 		args = append(args,
 			"--audit-policy-file="+f(auditPolicyFile),
@@ -184,15 +182,6 @@ func (cp *controlPlane) newAPIServer() *process {
 		// time (BenchmarkStartupLevers, README "Start-up levers").
 		env: append([]string{"GOMAXPROCS=" + strconv.Itoa(max(1, runtime.NumCPU()/2))}, cp.extraEnv...),
 	}
-}
-
-func (cp *controlPlane) startEtcd(ctx context.Context) error {
-	if err := cp.etcd.start(); err != nil {
-		return err
-	}
-	url := fmt.Sprintf("http://127.0.0.1:%d/health", cp.etcdPort)
-	hc := &http.Client{Timeout: time.Second}
-	return cp.waitHealthy(ctx, cp.etcd, fmt.Sprintf("cluster %q: etcd to answer %s", cp.cluster, url), func() error { return getOK(hc, url) })
 }
 
 func (cp *controlPlane) startAPIServer(ctx context.Context) error {
@@ -225,13 +214,17 @@ func getOK(hc *http.Client, url string) error {
 // waitHealthy polls healthy until it passes, the process exits (then the
 // error carries the log tail) or the timeout passes.
 func (cp *controlPlane) waitHealthy(ctx context.Context, p *process, what string, healthy func() error) error {
-	return poll.Until(ctx, cp.timeout, what, func(context.Context) error {
+	return waitHealthy(ctx, cp.timeout, p, what, healthy)
+}
+
+func waitHealthy(ctx context.Context, timeout time.Duration, p *process, what string, healthy func() error) error {
+	return poll.Until(ctx, timeout, what, func(context.Context) error {
 		if done, werr := p.exited(); done {
 			tail := p.logTail(15)
 			if strings.Contains(tail, "address already in use") {
-				return poll.Stop(fmt.Errorf("cluster %q: %s: %w", cp.cluster, p.name, errPortInUse))
+				return poll.Stop(fmt.Errorf("%s: %s: %w", p.owner(), p.name, errPortInUse))
 			}
-			return poll.Stop(fmt.Errorf("cluster %q: %s exited (%v); last log lines from %s:\n%s", cp.cluster, p.name, werr, p.logPath, tail))
+			return poll.Stop(fmt.Errorf("%s: %s exited (%v); last log lines from %s:\n%s", p.owner(), p.name, werr, p.logPath, tail))
 		}
 		return healthy()
 	})
@@ -247,7 +240,8 @@ func (cp *controlPlane) clientTLS() (*tls.Config, error) {
 	return &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
 }
 
-// stop kills kube-controller-manager, the API server, then etcd.
+// stop kills kube-controller-manager, the API server, then etcd (its own;
+// a shared one is the provider's to stop).
 func (cp *controlPlane) stop() error {
 	var errs []error
 	if cp.kcm != nil {
@@ -260,6 +254,14 @@ func (cp *controlPlane) stop() error {
 		errs = append(errs, cp.etcd.stop(procStopTimeout))
 	}
 	return errors.Join(errs...)
+}
+
+// etcdURL is the client URL of the cluster's etcd, its own or the shared one.
+func (cp *controlPlane) etcdURL() string {
+	if cp.shared != nil {
+		return cp.shared.url()
+	}
+	return etcdClientURL(cp.etcdPort)
 }
 
 func (cp *controlPlane) host() string { return fmt.Sprintf("https://127.0.0.1:%d", cp.apiPort) }

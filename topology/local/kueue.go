@@ -96,7 +96,9 @@ type kueueProcess struct {
 
 // writeKueueConfig writes the Kueue Configuration for spec and the
 // connector's needs into dir and returns its path. The file is what
-// `kueue --config` would read.
+// `kueue --config` would read. Its controller section (reconciles in
+// parallel per kind) is the one Kueue ships in its manager configuration
+// (kueueManagerController), as the chart and the release manifests run it.
 //
 // Exec credentials plugins (multiKueue.clusterProfile.credentialsProviders)
 // that do not set KUBECONFIG get KUBECONFIG=<dir>/<manager>/exec-plugin.kubeconfig:
@@ -104,8 +106,15 @@ type kueueProcess struct {
 // the context namespace, which the manager's Kueue writes before it starts.
 // That is the local stand-in for the in-cluster config a plugin sees in the
 // Kueue pod (cluster-inventory-api's secretreader reads Secrets with it).
-func writeKueueConfig(dir string, spec topology.Spec, needs topology.KueueNeeds) (string, error) {
+func writeKueueConfig(ctx context.Context, dir string, spec topology.Spec, needs topology.KueueNeeds) (string, error) {
 	cfg := spec.KueueConfiguration(needs)
+	if cfg.Controller == nil {
+		ctrlCfg, err := kueueManagerController(ctx)
+		if err != nil {
+			return "", err
+		}
+		cfg.Controller = ctrlCfg
+	}
 	if cp := cfg.MultiKueue.ClusterProfile; cp != nil {
 		for i := range cp.CredentialsProviders {
 			ec := &cp.CredentialsProviders[i].ExecConfig

@@ -72,6 +72,9 @@ type Options struct {
 	// GOMEMLIMIT=256MiB on a small topology, GOMEMLIMIT=off on a big one
 	// (README, "Start-up levers").
 	APIServerEnv []string
+	// Etcd chooses one etcd per cluster or one for the topology (EtcdMode).
+	// Default EtcdAuto: shared from BigTopologyWorkers workers on.
+	Etcd EtcdMode
 	// KueueLogVerbosity is the klog-style V level of each cluster's
 	// kueue.log (Kueue logs most decisions at 2 to 5). Default 0.
 	KueueLogVerbosity int
@@ -228,6 +231,9 @@ type Provider struct {
 	// apiEnv is every kube-apiserver's added environment (apiServerEnv),
 	// set by Provision before any cluster starts.
 	apiEnv []string
+	// etcd is the topology's shared etcd (Options.Etcd), nil when every
+	// cluster runs its own; set by Provision before any cluster starts.
+	etcd *sharedEtcd
 
 	mu       sync.Mutex
 	root     string
@@ -244,6 +250,9 @@ func (p *Provider) Provision(ctx context.Context, spec topology.Spec) (*topology
 		if name, _, ok := strings.Cut(kv, "="); !ok || name == "" {
 			return nil, nil, fmt.Errorf("local: Options.APIServerEnv[%d] %q is not NAME=value", i, kv)
 		}
+	}
+	if err := p.opts.Etcd.validate(); err != nil {
+		return nil, nil, err
 	}
 	bins, err := assets.Ensure(ctx, p.opts.Assets.internal())
 	if err != nil {
@@ -290,7 +299,7 @@ func (p *Provider) Provision(ctx context.Context, spec topology.Spec) (*topology
 			return nil, nil, err
 		}
 	}
-	kueueCfg, err := writeKueueConfig(root, spec, needs)
+	kueueCfg, err := writeKueueConfig(ctx, root, spec, needs)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -306,6 +315,22 @@ func (p *Provider) Provision(ctx context.Context, spec topology.Spec) (*topology
 
 	names := spec.AllClusterNames()
 	p.apiEnv = apiServerEnv(len(names)-1, p.opts.APIServerEnv)
+	if p.opts.Etcd.shared(len(names) - 1) {
+		fmt.Fprintf(spec.Progress, "local: starting the etcd the %d clusters share\n", len(names))
+		etcd, err := startSharedEtcd(ctx, root, bins.Etcd, p.opts.StartTimeout)
+		if err != nil {
+			return nil, nil, err
+		}
+		p.mu.Lock()
+		closed := p.closed
+		if !closed {
+			p.etcd = etcd // Close stops it, also when a cluster fails to start
+		}
+		p.mu.Unlock()
+		if closed {
+			return nil, nil, errors.Join(errors.New("local: provider closed during start"), etcd.stop())
+		}
+	}
 	out := make([]*topology.Cluster, len(names))
 	errs := make([]error, len(names))
 	startOne := func(i int) {
@@ -366,6 +391,7 @@ func (p *Provider) startCluster(ctx context.Context, name string, role topology.
 		return nil, fmt.Errorf("cluster %q: certificates: %w", name, err)
 	}
 	cp.extraEnv = p.apiEnv
+	cp.shared = p.etcd
 	if p.auditPolicy != nil {
 		if err := cp.enableAudit(p.auditPolicy); err != nil {
 			return nil, err
@@ -506,7 +532,8 @@ func (p *Provider) track(lc *localCluster) bool {
 }
 
 // Close implements topology.Provider: it stops every in-process controller,
-// Kueue, kube-controller-manager, API server and etcd, then removes the
+// Kueue, kube-controller-manager, API server and etcd (a shared etcd last),
+// then removes the
 // temporary directory.
 func (p *Provider) Close(context.Context) error {
 	p.mu.Lock()
@@ -515,7 +542,7 @@ func (p *Provider) Close(context.Context) error {
 		return nil
 	}
 	p.closed = true
-	clusters, root := p.clusters, p.root
+	clusters, root, etcd := p.clusters, p.root, p.etcd
 	p.mu.Unlock()
 	errs := make([]error, len(clusters))
 	var wg sync.WaitGroup
@@ -523,6 +550,8 @@ func (p *Provider) Close(context.Context) error {
 		wg.Go(func() { errs[i] = lc.close() })
 	}
 	wg.Wait()
+	// After every API server that uses it.
+	errs = append(errs, etcd.stop())
 	if root != "" {
 		if p.opts.KeepDir || os.Getenv("MKTK_KEEP_DIR") == "1" {
 			_ = os.Remove(filepath.Join(root, ownerPIDFile)) // not stale: kept on purpose

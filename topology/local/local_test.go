@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/client-go/discovery"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/multikueue-testkit/testkit/internal/assets"
 	"github.com/multikueue-testkit/testkit/internal/poll"
@@ -40,6 +42,10 @@ func TestBadInputFailsBeforeStartingAnything(t *testing.T) {
 	}
 	_, err = local.New(context.Background(), topology.Options{Workers: 1}, local.Options{APIServerEnv: []string{"GOMEMLIMIT"}})
 	if err == nil || !strings.Contains(err.Error(), "Options.APIServerEnv[0]") {
+		t.Fatalf("got %v", err)
+	}
+	_, err = local.New(context.Background(), topology.Options{Workers: 1}, local.Options{Etcd: "one"})
+	if err == nil || !strings.Contains(err.Error(), "Options.Etcd") {
 		t.Fatalf("got %v", err)
 	}
 }
@@ -82,17 +88,33 @@ func apiServersWithEnv(dir, kv string) int {
 	return n
 }
 
+// processesNamed counts the running processes below dir whose command line
+// starts with a binary called name.
+func processesNamed(dir, name string) int {
+	n := 0
+	for _, pid := range local.ProcessesUnder(dir) {
+		cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if bin, _, _ := bytes.Cut(cmd, []byte{0}); filepath.Base(string(bin)) == name {
+			n++
+		}
+	}
+	return n
+}
+
 // TestTwoTopologiesAndLifecycle starts two topologies in one process at once
-// (ports must not collide), then stops and restarts one worker's API server
-// and Kueue, and finally checks that teardown leaves no process or directory.
+// (ports must not collide), one with an etcd per cluster and one whose
+// clusters share an etcd, checks that the shared one keeps the clusters
+// apart, stops and restarts a worker's API server and Kueue in each, and
+// finally checks that teardown leaves no process or directory.
 func TestTwoTopologiesAndLifecycle(t *testing.T) {
 	ctx := context.Background()
 	topos := make([]*topology.Topology, 2)
 	errs := make([]error, 2)
 	var wg sync.WaitGroup
-	// b serves Kueue's v1beta1 too and runs its API servers with a memory
-	// limit; a keeps the defaults (v1beta2 only).
-	lopts := []local.Options{{}, {ServeKueueV1beta1: true, APIServerEnv: []string{"GOMEMLIMIT=512MiB"}}}
+	// b serves Kueue's v1beta1 too, runs its API servers with a memory
+	// limit and shares one etcd; a keeps the defaults (v1beta2 only, an etcd
+	// per cluster on a topology this small).
+	lopts := []local.Options{{}, {ServeKueueV1beta1: true, APIServerEnv: []string{"GOMEMLIMIT=512MiB"}, Etcd: local.EtcdShared}}
 	for i := range topos {
 		wg.Go(func() {
 			topos[i], errs[i] = local.New(ctx, topology.Options{Workers: 1}, lopts[i])
@@ -106,6 +128,7 @@ func TestTwoTopologiesAndLifecycle(t *testing.T) {
 		topos[i].CloseWith(t)
 	}
 	a, b := topos[0], topos[1]
+	aDir, bDir := a.Provider().(*local.Provider).Dir(), b.Provider().(*local.Provider).Dir()
 	if a.Manager.Config.Host == b.Manager.Config.Host || a.Workers[0].Config.Host == b.Workers[0].Config.Host {
 		t.Fatalf("two topologies share an API server address")
 	}
@@ -119,57 +142,131 @@ func TestTwoTopologiesAndLifecycle(t *testing.T) {
 			}
 		}
 	}
-	if n := apiServersWithEnv(b.Provider().(*local.Provider).Dir(), "GOMEMLIMIT=512MiB"); n != 2 {
+	if n := apiServersWithEnv(bDir, "GOMEMLIMIT=512MiB"); n != 2 {
 		t.Errorf("%d of b's 2 kube-apiservers run with Options.APIServerEnv", n)
 	}
-	if n := apiServersWithEnv(a.Provider().(*local.Provider).Dir(), "GOMEMLIMIT=512MiB"); n != 0 {
+	if n := apiServersWithEnv(aDir, "GOMEMLIMIT=512MiB"); n != 0 {
 		t.Errorf("%d of a's kube-apiservers run with b's Options.APIServerEnv", n)
 	}
+	if n := processesNamed(aDir, "etcd"); n != 2 {
+		t.Errorf("a (an etcd per cluster) runs %d etcd processes, want 2", n)
+	}
+	if n := processesNamed(bDir, "etcd"); n != 1 {
+		t.Errorf("b (Options.Etcd shared) runs %d etcd processes, want 1", n)
+	}
+	checkKueueConcurrency(t)
 
-	w := a.Workers[0]
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "survives-restart"}}
-	if err := w.Client.Create(ctx, ns); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Lifecycle.StopAPIServer(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Client.Get(ctx, client.ObjectKeyFromObject(ns), &corev1.Namespace{}); err == nil {
-		t.Fatal("API server still answers after StopAPIServer")
-	}
-	if err := w.Lifecycle.StartAPIServer(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Client.Get(ctx, client.ObjectKeyFromObject(ns), &corev1.Namespace{}); err != nil {
-		t.Fatalf("data lost across an API server restart: %v", err)
-	}
-	if err := w.Lifecycle.StopKueue(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Lifecycle.StartKueue(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := a.WaitActive(ctx); err != nil {
-		t.Fatalf("setup not Active after restarts: %v", err)
-	}
-
-	dir := a.Provider().(*local.Provider).Dir()
-	if err := a.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
-	err := poll.Until(ctx, 10*time.Second, "processes of the closed topology to be gone", func(context.Context) error {
-		if left := local.ProcessesUnder(dir); len(left) > 0 {
-			return errors.New("still running")
+	// b's clusters share an etcd and still see nothing of each other: the
+	// same name holds different data on each, and an object made on one is
+	// not on the other.
+	for _, cl := range b.Clusters() {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "same-name", Namespace: "default"}, Data: map[string]string{"cluster": cl.Name}}
+		if err := cl.Client.Create(ctx, cm); err != nil {
+			t.Fatalf("cluster %q: %v", cl.Name, err)
 		}
-		return nil
-	})
+	}
+	for _, cl := range b.Clusters() {
+		var cm corev1.ConfigMap
+		if err := cl.Client.Get(ctx, client.ObjectKey{Name: "same-name", Namespace: "default"}, &cm); err != nil {
+			t.Fatalf("cluster %q: %v", cl.Name, err)
+		}
+		if cm.Data["cluster"] != cl.Name {
+			t.Errorf("cluster %q reads ConfigMap default/same-name written by %q", cl.Name, cm.Data["cluster"])
+		}
+	}
+	only := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "only-on-the-worker"}}
+	if err := b.Workers[0].Client.Create(ctx, only); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Manager.Client.Get(ctx, client.ObjectKeyFromObject(only), &corev1.Namespace{}); err == nil {
+		t.Errorf("namespace %s made on b's worker is on b's manager: the shared etcd mixes the clusters", only.Name)
+	}
+
+	for _, topo := range topos {
+		w := topo.Workers[0]
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "survives-restart"}}
+		if err := w.Client.Create(ctx, ns); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Lifecycle.StopAPIServer(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Client.Get(ctx, client.ObjectKeyFromObject(ns), &corev1.Namespace{}); err == nil {
+			t.Fatalf("cluster %q: API server still answers after StopAPIServer", w.Name)
+		}
+		if err := w.Lifecycle.StartAPIServer(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Client.Get(ctx, client.ObjectKeyFromObject(ns), &corev1.Namespace{}); err != nil {
+			t.Fatalf("cluster %q: data lost across an API server restart: %v", w.Name, err)
+		}
+		if err := w.Lifecycle.StopKueue(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Lifecycle.StartKueue(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := topo.WaitActive(ctx); err != nil {
+			t.Fatalf("setup not Active after restarts: %v", err)
+		}
+	}
+
+	closeAndCheck := func(topo *topology.Topology, dir string) {
+		t.Helper()
+		if err := topo.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+		err := poll.Until(ctx, 10*time.Second, "processes of the closed topology to be gone", func(context.Context) error {
+			if left := local.ProcessesUnder(dir); len(left) > 0 {
+				return errors.New("still running")
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(dir); !os.IsNotExist(err) {
+			t.Fatalf("directory %s survived Close", dir)
+		}
+	}
+	closeAndCheck(a, aDir)
+	if err := b.WaitActive(ctx); err != nil {
+		t.Fatalf("closing one topology disturbed the other: %v", err)
+	}
+	closeAndCheck(b, bDir)
+}
+
+// checkKueueConcurrency checks that the in-process Kueues run their
+// Workload controllers with the concurrency that Kueue's own manager
+// configuration (and so the chart) sets, five in v0.17.0, not
+// controller-runtime's default of one. Kueue logs controller starts to
+// controller-runtime's global logger, so the figure comes from
+// controller-runtime's process-wide gauge of each controller's workers.
+func checkKueueConcurrency(t *testing.T) {
+	t.Helper()
+	families, err := crmetrics.Registry.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(dir); !os.IsNotExist(err) {
-		t.Fatalf("directory %s survived Close", dir)
+	want := map[string]bool{"workload_controller": false, "multikueue_workload": false}
+	for _, f := range families {
+		if f.GetName() != "controller_runtime_max_concurrent_reconciles" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if _, ok := want[l.GetValue()]; ok && l.GetName() == "controller" {
+					want[l.GetValue()] = true
+					if n := m.GetGauge().GetValue(); n != 5 {
+						t.Errorf("Kueue's %s controller runs %v workers, want 5 (Kueue's controller_manager_config.yaml)", l.GetValue(), n)
+					}
+				}
+			}
+		}
 	}
-	if err := b.WaitActive(ctx); err != nil {
-		t.Fatalf("closing one topology disturbed the other: %v", err)
+	for name, seen := range want {
+		if !seen {
+			t.Errorf("controller-runtime reports no workers for Kueue's %s controller", name)
+		}
 	}
 }

@@ -17,7 +17,7 @@ import (
 // the parent exits, even when the test binary itself is killed.
 type process struct {
 	name    string // "etcd" or "kube-apiserver"
-	cluster string
+	cluster string // "" for a process the topology's clusters share
 	path    string
 	args    []string
 	// env is added to this process's environment (later entries win).
@@ -30,11 +30,20 @@ type process struct {
 	waitErr error
 }
 
+// owner names whose process it is in errors: `cluster "w1"`, or the
+// topology for a process its clusters share.
+func (p *process) owner() string {
+	if p.cluster == "" {
+		return "topology"
+	}
+	return fmt.Sprintf("cluster %q", p.cluster)
+}
+
 func (p *process) start() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.cmd != nil && !p.exitedLocked() {
-		return fmt.Errorf("cluster %q: %s is already running (pid %d)", p.cluster, p.name, p.cmd.Process.Pid)
+		return fmt.Errorf("%s: %s is already running (pid %d)", p.owner(), p.name, p.cmd.Process.Pid)
 	}
 	logf, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
@@ -48,7 +57,7 @@ func (p *process) start() error {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		logf.Close()
-		return fmt.Errorf("cluster %q: start %s (%s): %w", p.cluster, p.name, p.path, err)
+		return fmt.Errorf("%s: start %s (%s): %w", p.owner(), p.name, p.path, err)
 	}
 	done := make(chan struct{})
 	p.cmd, p.done = cmd, done
@@ -112,7 +121,7 @@ func (p *process) stop(timeout time.Duration) error {
 	case <-done:
 		return nil
 	case <-time.After(timeout):
-		return fmt.Errorf("cluster %q: %s (pid %d) did not exit within %s after SIGKILL", p.cluster, p.name, cmd.Process.Pid, timeout)
+		return fmt.Errorf("%s: %s (pid %d) did not exit within %s after SIGKILL", p.owner(), p.name, cmd.Process.Pid, timeout)
 	}
 }
 
