@@ -52,6 +52,9 @@ func startupLevers() []lever {
 		// From local.BigTopologyWorkers on, the limit is the default: this
 		// lifts it.
 		{name: "apiserver-GOMEMLIMIT-off", apiEnv: []string{"GOMEMLIMIT=off"}},
+		{name: "apiserver-GOMEMLIMIT-192MiB", apiEnv: []string{"GOMEMLIMIT=192MiB"}},
+		{name: "apiserver-GOMEMLIMIT-224MiB", apiEnv: []string{"GOMEMLIMIT=224MiB"}},
+		{name: "apiserver-GOMEMLIMIT-160MiB", apiEnv: []string{"GOMEMLIMIT=160MiB"}},
 		{name: "apiserver-GOGC-50", apiEnv: []string{"GOGC=50"}},
 		// The default gives each kube-apiserver half of the CPUs
 		// (controlplane.go); this measures all of them, the Go default.

@@ -164,15 +164,18 @@ const (
 
 // Memory of big topologies: from BigTopologyWorkers workers on, every
 // kube-apiserver runs with GOMEMLIMIT=BigTopologyAPIServerMemoryLimit (a
-// soft limit: the Go runtime collects harder as the heap nears it).
-// Measured with BenchmarkStartupLevers on 1 + 19: 0.83x the memory (6014
-// MiB instead of 7217) for 1.04x the time and 1.05x the CPU; on 1 + 3,
-// 0.87x memory, 0.99x time, 1.07x CPU, so small topologies keep the
-// runtime's default. Options.APIServerEnv overrides it (later entries win;
-// GOMEMLIMIT=off lifts it).
+// soft limit: the Go runtime collects harder as the heap nears it), and the
+// clusters share one etcd (EtcdAuto). Measured with BenchmarkStartupLevers
+// on 1 + 19: 256MiB gave 0.83x the memory of no limit for 1.04x the time
+// and 1.05x the CPU; with the shared etcd, 224MiB gives 0.90x the memory of
+// 256MiB (5098 MiB) for 1.02x the time and 1.03x the CPU, where 192MiB
+// costs 1.27x the time and 160MiB 2.2x (an API server's live heap after
+// start is not far below). On 1 + 3, 256MiB gave 0.87x memory for 1.07x
+// CPU, so small topologies keep the runtime's default. Options.APIServerEnv
+// overrides it (later entries win; GOMEMLIMIT=off lifts it).
 const (
 	BigTopologyWorkers              = 10
-	BigTopologyAPIServerMemoryLimit = "256MiB"
+	BigTopologyAPIServerMemoryLimit = "224MiB"
 )
 
 // apiServerEnv is the environment added to every kube-apiserver of a
