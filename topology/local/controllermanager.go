@@ -72,7 +72,7 @@ func (cp *controlPlane) startControllerManager(ctx context.Context, controllers 
 	var err error
 	for attempt := 0; attempt < 3; attempt++ {
 		var port int
-		if port, err = freePort(); err != nil {
+		if port, err = cp.ports.free(); err != nil {
 			return err
 		}
 		cp.kcm = cp.newControllerManager(port, controllers)

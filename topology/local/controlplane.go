@@ -45,7 +45,9 @@ type controlPlane struct {
 	// shared is the topology's one etcd when the clusters share it
 	// (Options.Etcd); then etcd is nil and the API server keeps its data
 	// under its own key prefix.
-	shared   *sharedEtcd
+	shared *sharedEtcd
+	// ports hands out the topology's loopback ports.
+	ports    *portPool
 	etcdPort int
 	apiPort  int
 	etcd     *process
@@ -104,12 +106,12 @@ func (cp *controlPlane) start(ctx context.Context) error {
 	var err error
 	for attempt := 0; attempt < 3; attempt++ {
 		if cp.shared == nil {
-			if cp.etcdPort, err = freePort(); err != nil {
+			if cp.etcdPort, err = cp.ports.free(); err != nil {
 				return err
 			}
-			cp.etcd = newEtcd(cp.cluster, cp.dir, cp.bins.Etcd, cp.etcdPort)
+			cp.etcd = newEtcd(cp.cluster, cp.dir, cp.bins.Etcd, cp.etcdPort, cp.ports)
 		}
-		if cp.apiPort, err = freePort(); err != nil {
+		if cp.apiPort, err = cp.ports.free(); err != nil {
 			return err
 		}
 		cp.api = cp.newAPIServer()

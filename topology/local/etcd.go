@@ -61,18 +61,18 @@ func (s *sharedEtcd) url() string { return etcdClientURL(s.port) }
 
 // startSharedEtcd starts the topology's shared etcd below root; a start that
 // loses a port race is retried on fresh ports.
-func startSharedEtcd(ctx context.Context, root, bin string, timeout time.Duration) (*sharedEtcd, error) {
+func startSharedEtcd(ctx context.Context, root, bin string, ports *portPool, timeout time.Duration) (*sharedEtcd, error) {
 	var err error
 	for attempt := 0; attempt < 3; attempt++ {
 		s := &sharedEtcd{}
-		if s.port, err = freePort(); err != nil {
+		if s.port, err = ports.free(); err != nil {
 			return nil, err
 		}
 		dir := filepath.Join(root, sharedEtcdDir)
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, err
 		}
-		s.proc = newEtcd("", dir, bin, s.port)
+		s.proc = newEtcd("", dir, bin, s.port, ports)
 		if err = startEtcd(ctx, s.proc, s.port, timeout); err == nil {
 			return s, nil
 		}
@@ -95,8 +95,8 @@ func etcdClientURL(port int) string { return "http://127.0.0.1:" + strconv.Itoa(
 
 // newEtcd is an etcd with its data and log in dir, serving clients on port.
 // cluster is "" for a shared etcd.
-func newEtcd(cluster, dir, bin string, port int) *process {
-	peerPort, _ := freePort()
+func newEtcd(cluster, dir, bin string, port int, ports *portPool) *process {
+	peerPort, _ := ports.free()
 	client := etcdClientURL(port)
 	peer := etcdClientURL(peerPort)
 	return &process{

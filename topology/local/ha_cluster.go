@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -98,7 +99,20 @@ func (lc *localCluster) prepareHA(o Options, role topology.Role) error {
 // replicas behind Services.
 func (lc *localCluster) startKueue(ctx context.Context, c *topology.Cluster, hooks webhookConfigs) error {
 	if lc.ha == nil {
-		if err := lc.kueue.start(ctx); err != nil {
+		// Nothing refers to the webhook port before registerWebhooks: a
+		// start that lost its port to another process is retried on a
+		// fresh one.
+		var err error
+		for attempt := 0; attempt < 3; attempt++ {
+			if err = lc.kueue.start(ctx); !errors.Is(err, syscall.EADDRINUSE) {
+				break
+			}
+			if lc.kueue.webhookPort, err = lc.cp.ports.free(); err != nil {
+				return err
+			}
+			err = fmt.Errorf("cluster %q: Kueue's webhook port was taken three times", lc.name)
+		}
+		if err != nil {
 			return err
 		}
 		return registerWebhooks(ctx, c, hooks, lc.kueue.server, lc.kueue.webhookPort, lc.cp.ca.certPEM)
@@ -143,14 +157,14 @@ func (h *haCluster) start(ctx context.Context, c *topology.Cluster, first *kueue
 	for i := range h.ha.Replicas {
 		k := first
 		if i > 0 {
-			port, err := freePort()
+			port, err := h.cp.ports.free()
 			if err != nil {
 				return err
 			}
-			k = &kueueProcess{cluster: first.cluster, configPath: first.configPath, webhookPort: port,
+			k = &kueueProcess{cluster: first.cluster, configPath: first.configPath, webhookPort: port, caPEM: first.caPEM,
 				batch: first.batch, verbosity: first.verbosity, startTimeout: first.startTimeout}
 		}
-		visPort, err := freePort()
+		visPort, err := h.cp.ports.free()
 		if err != nil {
 			return err
 		}

@@ -54,7 +54,7 @@ func (lc *localCluster) startJobSet(ctx context.Context, c *topology.Cluster, wo
 	if err != nil {
 		return err
 	}
-	port, err := freePort()
+	port, err := lc.cp.ports.free()
 	if err != nil {
 		return err
 	}

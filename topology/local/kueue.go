@@ -3,6 +3,7 @@ package local
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -74,8 +75,11 @@ type kueueProcess struct {
 	logPath     string
 	certDir     string
 	webhookPort int
-	batch       time.Duration
-	verbosity   int
+	// caPEM is the CA of the webhook server's certificate, for the
+	// readiness probe.
+	caPEM     []byte
+	batch     time.Duration
+	verbosity int
 	// startTimeout bounds start's wait for readiness; zero means the
 	// default (startTimeout).
 	startTimeout time.Duration
@@ -154,6 +158,17 @@ func kueueScheme() (*runtime.Scheme, error) {
 	return s, err
 }
 
+// probeTLS is the readiness probe's TLS configuration: the webhook server's
+// certificate verified against caPEM, or not verified when there is none.
+func (k *kueueProcess) probeTLS() *tls.Config {
+	if len(k.caPEM) == 0 {
+		return &tls.Config{InsecureSkipVerify: true} //nolint:gosec // readiness probe only
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(k.caPEM)
+	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+}
+
 // start builds the manager, starts it and waits until its caches are synced
 // and its webhook server accepts TLS connections.
 func (k *kueueProcess) start(ctx context.Context) error {
@@ -180,10 +195,12 @@ func (k *kueueProcess) start(ctx context.Context) error {
 		select {
 		case err := <-done:
 			done <- err
-			return poll.Stop(fmt.Errorf("cluster %q: Kueue manager exited: %v (log: %s)", k.cluster, err, k.logPath))
+			return poll.Stop(fmt.Errorf("cluster %q: Kueue manager exited: %w (log: %s)", k.cluster, err, k.logPath))
 		default:
 		}
-		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: time.Second}, "tcp", addr, &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // readiness probe only
+		// Verified against the cluster's CA: a server of another cluster
+		// or process on the same port must not pass for this one.
+		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: time.Second}, "tcp", addr, k.probeTLS())
 		if err != nil {
 			return err
 		}

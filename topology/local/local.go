@@ -168,7 +168,7 @@ const (
 // clusters share one etcd (EtcdAuto). Measured with BenchmarkStartupLevers
 // on 1 + 19: 256MiB gave 0.83x the memory of no limit for 1.04x the time
 // and 1.05x the CPU; with the shared etcd, 224MiB gives 0.90x the memory of
-// 256MiB (5098 MiB) for 1.02x the time and 1.03x the CPU, where 192MiB
+// 256MiB (5098 MiB) for 1.02x the time and 1.04x the CPU, where 192MiB
 // costs 1.27x the time and 160MiB 2.2x (an API server's live heap after
 // start is not far below). On 1 + 3, 256MiB gave 0.87x memory for 1.07x
 // CPU, so small topologies keep the runtime's default. Options.APIServerEnv
@@ -237,6 +237,8 @@ type Provider struct {
 	// etcd is the topology's shared etcd (Options.Etcd), nil when every
 	// cluster runs its own; set by Provision before any cluster starts.
 	etcd *sharedEtcd
+	// ports hands out every loopback port the topology listens on.
+	ports portPool
 
 	mu       sync.Mutex
 	root     string
@@ -320,7 +322,7 @@ func (p *Provider) Provision(ctx context.Context, spec topology.Spec) (*topology
 	p.apiEnv = apiServerEnv(len(names)-1, p.opts.APIServerEnv)
 	if p.opts.Etcd.shared(len(names) - 1) {
 		fmt.Fprintf(spec.Progress, "local: starting the etcd the %d clusters share\n", len(names))
-		etcd, err := startSharedEtcd(ctx, root, bins.Etcd, p.opts.StartTimeout)
+		etcd, err := startSharedEtcd(ctx, root, bins.Etcd, &p.ports, p.opts.StartTimeout)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -395,6 +397,7 @@ func (p *Provider) startCluster(ctx context.Context, name string, role topology.
 	}
 	cp.extraEnv = p.apiEnv
 	cp.shared = p.etcd
+	cp.ports = &p.ports
 	if p.auditPolicy != nil {
 		if err := cp.enableAudit(p.auditPolicy); err != nil {
 			return nil, err
@@ -446,13 +449,13 @@ func (p *Provider) startCluster(ctx context.Context, name string, role topology.
 	if err := os.WriteFile(filepath.Join(certDir, "tls.key"), serving.key, 0o600); err != nil {
 		return nil, err
 	}
-	port, err := freePort()
+	port, err := cp.ports.free()
 	if err != nil {
 		return nil, err
 	}
 	lc.kueue = &kueueProcess{
 		cluster: name, restConfig: cp.configAs(cp.kueue), configPath: kueueCfg, logPath: filepath.Join(dir, "kueue.log"),
-		certDir: certDir, webhookPort: port, batch: p.opts.EventsBatchPeriod, verbosity: p.opts.KueueLogVerbosity,
+		certDir: certDir, webhookPort: port, caPEM: cp.ca.certPEM, batch: p.opts.EventsBatchPeriod, verbosity: p.opts.KueueLogVerbosity,
 		startTimeout: p.opts.StartTimeout,
 	}
 	if err := lc.startKueue(ctx, c, hooks.kueue); err != nil {

@@ -2,6 +2,7 @@ package local
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -137,6 +138,38 @@ func (p *process) logTail(lines int) string {
 		all = all[len(all)-lines:]
 	}
 	return strings.Join(all, "\n")
+}
+
+// portPool hands out free loopback ports and never the same one twice. The
+// clusters of a topology start at once, and a port given to one of them but
+// not yet bound is free to the kernel, which may give it again. A nil pool
+// asks the kernel only.
+type portPool struct {
+	mu    sync.Mutex
+	given map[int]bool
+}
+
+func (pp *portPool) free() (int, error) {
+	if pp == nil {
+		return freePort()
+	}
+	for range 100 {
+		port, err := freePort()
+		if err != nil {
+			return 0, err
+		}
+		pp.mu.Lock()
+		if !pp.given[port] {
+			if pp.given == nil {
+				pp.given = map[int]bool{}
+			}
+			pp.given[port] = true
+			pp.mu.Unlock()
+			return port, nil
+		}
+		pp.mu.Unlock()
+	}
+	return 0, errors.New("no free loopback port that this topology has not given out already")
 }
 
 // freePort asks the kernel for an unused loopback port. Another process may
