@@ -49,9 +49,11 @@ type controlPlane struct {
 	// ports hands out the topology's loopback ports.
 	ports    *portPool
 	etcdPort int
-	apiPort  int
-	etcd     *process
-	api      *process
+	// etcdMember is the cluster's own etcd's member name.
+	etcdMember string
+	apiPort    int
+	etcd       *process
+	api        *process
 	// kcm is kube-controller-manager, started after the CRDs are served.
 	kcm *process
 }
@@ -109,7 +111,7 @@ func (cp *controlPlane) start(ctx context.Context) error {
 			if cp.etcdPort, err = cp.ports.free(); err != nil {
 				return err
 			}
-			cp.etcd = newEtcd(cp.cluster, cp.dir, cp.bins.Etcd, cp.etcdPort, cp.ports)
+			cp.etcd, cp.etcdMember = newEtcd(cp.cluster, cp.dir, cp.bins.Etcd, cp.etcdPort, cp.ports)
 		}
 		if cp.apiPort, err = cp.ports.free(); err != nil {
 			return err
@@ -135,7 +137,7 @@ func (cp *controlPlane) startOwnEtcd(ctx context.Context) error {
 	if cp.shared != nil {
 		return nil
 	}
-	return startEtcd(ctx, cp.etcd, cp.etcdPort, cp.timeout)
+	return startEtcd(ctx, cp.etcd, cp.etcdPort, cp.etcdMember, cp.timeout)
 }
 
 func (cp *controlPlane) newAPIServer() *process {

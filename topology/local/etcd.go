@@ -2,13 +2,18 @@ package local
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
+
+	"github.com/multikueue-testkit/testkit/internal/poll"
 )
 
 // EtcdMode chooses how a local topology's API servers store their data
@@ -72,8 +77,9 @@ func startSharedEtcd(ctx context.Context, root, bin string, ports *portPool, tim
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, err
 		}
-		s.proc = newEtcd("", dir, bin, s.port, ports)
-		if err = startEtcd(ctx, s.proc, s.port, timeout); err == nil {
+		var member string
+		s.proc, member = newEtcd("", dir, bin, s.port, ports)
+		if err = startEtcd(ctx, s.proc, s.port, member, timeout); err == nil {
 			return s, nil
 		}
 		_ = s.proc.stop(procStopTimeout)
@@ -94,33 +100,71 @@ func (s *sharedEtcd) stop() error {
 func etcdClientURL(port int) string { return "http://127.0.0.1:" + strconv.Itoa(port) }
 
 // newEtcd is an etcd with its data and log in dir, serving clients on port.
-// cluster is "" for a shared etcd.
-func newEtcd(cluster, dir, bin string, port int, ports *portPool) *process {
+// cluster is "" for a shared etcd. Its member name is random (memberName),
+// so that startEtcd can tell it from another etcd that took the port.
+func newEtcd(cluster, dir, bin string, port int, ports *portPool) (p *process, memberName string) {
 	peerPort, _ := ports.free()
 	client := etcdClientURL(port)
 	peer := etcdClientURL(peerPort)
+	memberName = "mktk-" + rand.Text()[:12]
 	return &process{
 		name: "etcd", cluster: cluster, path: bin, logPath: filepath.Join(dir, "etcd.log"),
 		args: []string{
-			"--name=default",
+			"--name=" + memberName,
 			"--data-dir=" + filepath.Join(dir, "etcd-data"),
 			"--listen-client-urls=" + client,
 			"--advertise-client-urls=" + client,
 			"--listen-peer-urls=" + peer,
 			"--initial-advertise-peer-urls=" + peer,
-			"--initial-cluster=default=" + peer,
+			"--initial-cluster=" + memberName + "=" + peer,
 			"--unsafe-no-fsync=true",
 			"--log-level=warn",
 		},
-	}
+	}, memberName
 }
 
-// startEtcd starts p and waits until it answers /health on port.
-func startEtcd(ctx context.Context, p *process, port int, timeout time.Duration) error {
+// startEtcd starts p and waits until it answers /health on port as the
+// member it is (member): an etcd of another topology or process that won
+// the port race must not pass for it.
+func startEtcd(ctx context.Context, p *process, port int, member string, timeout time.Duration) error {
 	if err := p.start(); err != nil {
 		return err
 	}
-	url := etcdClientURL(port) + "/health"
+	base := etcdClientURL(port)
 	hc := &http.Client{Timeout: time.Second}
-	return waitHealthy(ctx, timeout, p, fmt.Sprintf("%s: etcd to answer %s", p.owner(), url), func() error { return getOK(hc, url) })
+	defer hc.CloseIdleConnections()
+	return waitHealthy(ctx, timeout, p, fmt.Sprintf("%s: etcd %s to answer %s/health", p.owner(), member, base), func() error {
+		if err := getOK(hc, base+"/health"); err != nil {
+			return err
+		}
+		return isEtcdMember(hc, base, member)
+	})
+}
+
+// isEtcdMember returns nil when the etcd at base lists a member named name
+// (etcd's JSON gateway: POST /v3/cluster/member/list), and errPortInUse
+// when it answers with other members only.
+func isEtcdMember(hc *http.Client, base, name string) error {
+	resp, err := hc.Post(base+"/v3/cluster/member/list", "application/json", strings.NewReader("{}"))
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("POST %s/v3/cluster/member/list: %s", base, resp.Status)
+	}
+	var list struct {
+		Members []struct {
+			Name string `json:"name"`
+		} `json:"members"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
+		return fmt.Errorf("POST %s/v3/cluster/member/list: %w", base, err)
+	}
+	for _, m := range list.Members {
+		if m.Name == name {
+			return nil
+		}
+	}
+	return poll.Stop(fmt.Errorf("the etcd answering %s is not member %s (members %v): %w", base, name, list.Members, errPortInUse))
 }

@@ -102,15 +102,12 @@ func (lc *localCluster) startKueue(ctx context.Context, c *topology.Cluster, hoo
 		// Nothing refers to the webhook port before registerWebhooks: a
 		// start that lost its port to another process is retried on a
 		// fresh one.
-		var err error
-		for attempt := 0; attempt < 3; attempt++ {
-			if err = lc.kueue.start(ctx); !errors.Is(err, syscall.EADDRINUSE) {
-				break
-			}
+		err := lc.kueue.start(ctx)
+		for attempt := 1; attempt < 3 && errors.Is(err, syscall.EADDRINUSE); attempt++ {
 			if lc.kueue.webhookPort, err = lc.cp.ports.free(); err != nil {
 				return err
 			}
-			err = fmt.Errorf("cluster %q: Kueue's webhook port was taken three times", lc.name)
+			err = lc.kueue.start(ctx)
 		}
 		if err != nil {
 			return err

@@ -1,8 +1,14 @@
 package local
 
 import (
+	"context"
+	"errors"
+	"net/http"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/multikueue-testkit/testkit/internal/assets"
 )
 
 // TestPortPoolNeverGivesAPortTwice: ports handed out but not yet bound are
@@ -28,5 +34,35 @@ func TestPortPoolNeverGivesAPortTwice(t *testing.T) {
 			t.Fatalf("port %d given twice or not at all", p)
 		}
 		seen[p] = true
+	}
+}
+
+// TestEtcdIsKnownByItsMemberName: startEtcd accepts the etcd on its port
+// only when it is the member it started, so an etcd of another topology
+// that won the port race is refused as errPortInUse (and the start retried
+// on a fresh port), not used.
+func TestEtcdIsKnownByItsMemberName(t *testing.T) {
+	ctx := context.Background()
+	bins, err := assets.Ensure(ctx, assets.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pool portPool
+	port, err := pool.free()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, member := newEtcd("a", t.TempDir(), bins.Etcd, port, &pool)
+	if err := startEtcd(ctx, p, port, member, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.stop(procStopTimeout) })
+	hc := &http.Client{Timeout: 5 * time.Second}
+	defer hc.CloseIdleConnections()
+	if err := isEtcdMember(hc, etcdClientURL(port), member); err != nil {
+		t.Errorf("member %s: %v", member, err)
+	}
+	if err := isEtcdMember(hc, etcdClientURL(port), "mktk-someone-else"); !errors.Is(err, errPortInUse) {
+		t.Errorf("another member's name: got %v, want errPortInUse", err)
 	}
 }
