@@ -9,8 +9,10 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -100,9 +102,10 @@ type kueueProcess struct {
 
 // writeKueueConfig writes the Kueue Configuration for spec and the
 // connector's needs into dir and returns its path. The file is what
-// `kueue --config` would read. Its controller section (reconciles in
-// parallel per kind) is the one Kueue ships in its manager configuration
-// (kueueManagerController), as the chart and the release manifests run it.
+// `kueue --config` would read. With chartConcurrency its controller section
+// (reconciles in parallel per kind) is the one Kueue ships in its manager
+// configuration (kueueManagerController), as the chart and the release
+// manifests run it (Options.ChartConcurrency).
 //
 // Exec credentials plugins (multiKueue.clusterProfile.credentialsProviders)
 // that do not set KUBECONFIG get KUBECONFIG=<dir>/<manager>/exec-plugin.kubeconfig:
@@ -110,9 +113,9 @@ type kueueProcess struct {
 // the context namespace, which the manager's Kueue writes before it starts.
 // That is the local stand-in for the in-cluster config a plugin sees in the
 // Kueue pod (cluster-inventory-api's secretreader reads Secrets with it).
-func writeKueueConfig(ctx context.Context, dir string, spec topology.Spec, needs topology.KueueNeeds) (string, error) {
+func writeKueueConfig(ctx context.Context, dir string, spec topology.Spec, needs topology.KueueNeeds, chartConcurrency bool) (string, error) {
 	cfg := spec.KueueConfiguration(needs)
-	if cfg.Controller == nil {
+	if chartConcurrency && cfg.Controller == nil {
 		ctrlCfg, err := kueueManagerController(ctx)
 		if err != nil {
 			return "", err
@@ -239,8 +242,23 @@ func (k *kueueProcess) stopLocked() error {
 		}
 		return nil
 	case <-time.After(procStopTimeout):
-		return fmt.Errorf("cluster %q: Kueue manager did not stop within %s", k.cluster, procStopTimeout)
+		return fmt.Errorf("cluster %q: Kueue manager did not stop within %s%s", k.cluster, procStopTimeout, k.dumpGoroutines())
 	}
+}
+
+// dumpGoroutines writes this process's goroutines next to the Kueue log,
+// for a manager that does not stop, and says where (or why not).
+func (k *kueueProcess) dumpGoroutines() string {
+	path := strings.TrimSuffix(k.logPath, ".log") + "-goroutines.txt"
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Sprintf(" (no goroutine dump: %v)", err)
+	}
+	defer f.Close()
+	if err := pprof.Lookup("goroutine").WriteTo(f, 2); err != nil {
+		return fmt.Sprintf(" (goroutine dump failed: %v)", err)
+	}
+	return "; the test process's goroutines are in " + path
 }
 
 // build follows cmd/kueue/main.go: load the configuration, create the manager

@@ -114,7 +114,9 @@ func TestTwoTopologiesAndLifecycle(t *testing.T) {
 	// b serves Kueue's v1beta1 too, runs its API servers with a memory
 	// limit and shares one etcd; a keeps the defaults (v1beta2 only, an etcd
 	// per cluster on a topology this small).
-	lopts := []local.Options{{}, {ServeKueueV1beta1: true, APIServerEnv: []string{"GOMEMLIMIT=512MiB"}, Etcd: local.EtcdShared}}
+	// Both run Kueue with the chart's controller concurrency: the gauge
+	// checkKueueConcurrency reads is process-wide.
+	lopts := []local.Options{{ChartConcurrency: true}, {ChartConcurrency: true, ServeKueueV1beta1: true, APIServerEnv: []string{"GOMEMLIMIT=512MiB"}, Etcd: local.EtcdShared}}
 	for i := range topos {
 		wg.Go(func() {
 			topos[i], errs[i] = local.New(ctx, topology.Options{Workers: 1}, lopts[i])
