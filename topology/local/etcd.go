@@ -67,14 +67,14 @@ func (s *sharedEtcd) url() string { return etcdClientURL(s.port) }
 // startSharedEtcd starts the topology's shared etcd below root; a start that
 // loses a port race is retried on fresh ports.
 func startSharedEtcd(ctx context.Context, root, bin string, ports *portPool, timeout time.Duration) (*sharedEtcd, error) {
+	dir := filepath.Join(root, sharedEtcdDir)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
 	var err error
 	for attempt := 0; attempt < 3; attempt++ {
 		s := &sharedEtcd{}
 		if s.port, err = ports.free(); err != nil {
-			return nil, err
-		}
-		dir := filepath.Join(root, sharedEtcdDir)
-		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, err
 		}
 		var member string

@@ -551,8 +551,7 @@ func (p *Provider) track(lc *localCluster) bool {
 
 // Close implements topology.Provider: it stops every in-process controller,
 // Kueue, kube-controller-manager, API server and etcd (a shared etcd last),
-// then removes the
-// temporary directory.
+// then removes the temporary directory.
 func (p *Provider) Close(context.Context) error {
 	p.mu.Lock()
 	if p.closed {
