@@ -153,7 +153,7 @@ func jobOrphans(ctx context.Context, mgr, worker client.Reader, kind observe.Kin
 		if err != nil {
 			return nil, err
 		}
-		if wlName := o.GetLabels()[observe.LabelPrebuiltWorkload]; live && wlName != "" {
+		if wlName := observe.PrebuiltWorkloadName(o); live && wlName != "" {
 			// A Job of that name on the manager is not enough: a copy left
 			// from an earlier Job of the same name names a Workload gone.
 			var wlWhy string

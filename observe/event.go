@@ -67,7 +67,9 @@ type Event struct {
 	Detail string
 	// Values carries machine-readable detail (nominated clusters, for example).
 	Values []string
-	// Labels of interest at the time (origin, prebuilt-workload-name).
+	// Labels of interest at the time (origin, prebuilt-workload-name; the
+	// latter also when Kueue wrote it as an annotation, see
+	// PrebuiltWorkloadName).
 	Labels map[string]string
 	// Queue and Usage, on QuotaReserved: the ClusterQueue and the resources
 	// the admission charged (status.admission). On QuotaSet (a

@@ -65,6 +65,14 @@ func condTrue(conds []metav1.Condition, t string) (bool, string) {
 }
 
 func keptLabels(l map[string]string) map[string]string {
+	return keptMeta(l, nil)
+}
+
+// keptMeta is keptLabels for a job object: its prebuilt Workload's name is
+// kept under LabelPrebuiltWorkload whether Kueue wrote it as the label or
+// as the annotation of the same key (PrebuiltWorkloadName; Kueue v0.19's
+// constants.PrebuiltWorkloadAnnotation is the label's key).
+func keptMeta(l, annotations map[string]string) map[string]string {
 	var out map[string]string
 	for _, k := range []string{LabelOrigin, LabelPrebuiltWorkload} {
 		if v, ok := l[k]; ok {
@@ -74,7 +82,25 @@ func keptLabels(l map[string]string) map[string]string {
 			out[k] = v
 		}
 	}
+	if v := annotations[LabelPrebuiltWorkload]; v != "" {
+		if out == nil {
+			out = map[string]string{}
+		}
+		out[LabelPrebuiltWorkload] = v
+	}
 	return out
+}
+
+// PrebuiltWorkloadName is the name of the Workload prebuilt for a job
+// object, as Kueue reads it (jobframework.PrebuiltWorkloadNameFor): the
+// annotation kueue.x-k8s.io/prebuilt-workload-name, which Kueue v0.19
+// writes (gate WorkloadIdentifierAnnotations, on by default there), else
+// the label of the same key, which earlier releases write; "" for none.
+func PrebuiltWorkloadName(obj metav1.Object) string {
+	if v := obj.GetAnnotations()[LabelPrebuiltWorkload]; v != "" {
+		return v
+	}
+	return obj.GetLabels()[LabelPrebuiltWorkload]
 }
 
 // labelDigest is a digest of every label: two label sets differ when their
@@ -126,7 +152,7 @@ func workloadSnapshot(wl *kueue.Workload) *snapshot {
 }
 
 func jobSnapshot(obj client.Object, st JobState) *snapshot {
-	s := &snapshot{uid: obj.GetUID(), flags: map[Type]bool{}, reason: map[Type]string{}, labels: keptLabels(obj.GetLabels()),
+	s := &snapshot{uid: obj.GetUID(), flags: map[Type]bool{}, reason: map[Type]string{}, labels: keptMeta(obj.GetLabels(), obj.GetAnnotations()),
 		generation: obj.GetGeneration(), labelSum: labelDigest(obj.GetLabels())}
 	s.flags[DeletionRequested] = !obj.GetDeletionTimestamp().IsZero()
 	s.flags[JobSuspended] = st.Suspended

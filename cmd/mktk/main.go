@@ -1,6 +1,6 @@
 // Command mktk prepares and runs local MultiKueue topologies.
 //
-//	mktk assets                    build or locate kube-apiserver, etcd, kube-controller-manager
+//	mktk assets                    build or locate kube-apiserver, etcd, kube-controller-manager, kueue
 //	mktk up --workers 3            start 1 manager + 3 workers and keep them up until Ctrl-C
 //	mktk scale --workers 2,5,10,19 --jobs 200 --out DIR
 //	                               scale runs: per N, a smoke gate then the load; JSONL, plots, report.html
@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/multikueue-testkit/testkit/internal/assets"
@@ -47,6 +48,8 @@ func assetsCmd(args []string, stdout, stderr io.Writer) int {
 	kube := fs.String("kubernetes-version", assets.DefaultKubernetesVersion, "kube-apiserver version to build")
 	etcd := fs.String("etcd-version", assets.DefaultEtcdVersion, "etcd version to build")
 	cache := fs.String("cache-dir", "", "where built binaries are kept (default: $"+assets.EnvCacheDir+" or the user cache dir)")
+	kueue := fs.String("kueue-version", "", "Kueue versions to build, comma-separated (default: $"+assets.EnvKueueVersion+", else "+assets.DefaultKueueVersion+"); \"none\" builds no Kueue")
+	kueueSrc := fs.String("kueue-source", "", "a Kueue checkout to build instead (default: $"+assets.EnvKueueSource+")")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: mktk [flags] assets | mktk up [flags] | mktk scale [flags]\n\nflags of assets:\n")
 		fs.PrintDefaults()
@@ -66,6 +69,20 @@ func assetsCmd(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	fmt.Fprintf(stderr, "mktk: kube-controller-manager: %s\n", b.ControllerManager)
+	if *kueue != "none" {
+		versions := strings.Split(*kueue, ",")
+		for _, v := range versions {
+			k, err := assets.EnsureKueue(ctx, assets.Options{CacheDir: *cache, Progress: stderr}, assets.KueueOptions{Version: strings.TrimSpace(v), Source: *kueueSrc})
+			if err != nil {
+				fmt.Fprintln(stderr, "mktk:", err)
+				return 1
+			}
+			fmt.Fprintf(stderr, "mktk: kueue %s (%s): %s\n", k.Version, k.From, k.Path)
+			if *kueueSrc != "" {
+				break
+			}
+		}
+	}
 	fmt.Fprintf(stderr, "mktk: kube-apiserver and etcd (%s) in:\n", b.Source)
 	fmt.Fprintln(stdout, filepath.Dir(b.APIServer))
 	return 0

@@ -26,11 +26,12 @@ const EnvAssets = "KUBEBUILDER_ASSETS"
 // EnvCacheDir overrides the cache directory.
 const EnvCacheDir = "MKTK_ASSETS_DIR"
 
-// Default versions. kube-apiserver matches the Kubernetes minor that Kueue
-// v0.17.0 is built against; etcd matches what that Kubernetes release pins.
+// Default versions: Kubernetes v1.36.3, the release the Kueue releases
+// under test (v0.19.x) are built against, and the etcd that release pins in
+// its go.mod.
 const (
-	DefaultKubernetesVersion = "v1.35.4"
-	DefaultEtcdVersion       = "v3.6.5"
+	DefaultKubernetesVersion = "v1.36.3"
+	DefaultEtcdVersion       = "v3.6.8"
 )
 
 // Binaries are absolute paths to the control-plane binaries.
@@ -47,9 +48,9 @@ type Binaries struct {
 
 // Options select versions and where to cache builds. The zero value is usable.
 type Options struct {
-	// KubernetesVersion of kube-apiserver, for example "v1.35.4".
+	// KubernetesVersion of kube-apiserver, for example "v1.36.3".
 	KubernetesVersion string
-	// EtcdVersion of etcd, for example "v3.6.5".
+	// EtcdVersion of etcd, for example "v3.6.8".
 	EtcdVersion string
 	// CacheDir holds built binaries. Default: $MKTK_ASSETS_DIR, else
 	// <user cache dir>/multikueue-testkit/assets.
@@ -139,7 +140,7 @@ func Ensure(ctx context.Context, opts Options) (Binaries, error) {
 
 func hint() string {
 	return fmt.Sprintf("set %s to a directory holding kube-apiserver and etcd "+
-		"(for example the output of `setup-envtest use -p path 1.35.x`) and %s to a kube-controller-manager, "+
+		"(for example the output of `setup-envtest use -p path 1.36.x`) and %s to a kube-controller-manager, "+
 		"or run `go run github.com/multikueue-testkit/testkit/cmd/mktk assets` on a machine that reaches the Go module proxy",
 		EnvAssets, EnvControllerManager)
 }

@@ -75,8 +75,8 @@ func (s chartSource) load(ctx context.Context, override string) (*loadedChart, e
 }
 
 // renderKubeVersion is the Kubernetes version offline rendering assumes: the
-// minor of the pinned client libraries (k8s.io/* v0.35).
-const renderKubeVersion = "v1.35.0"
+// minor of the Kubernetes binaries under test (v1.36).
+const renderKubeVersion = "v1.36.0"
 
 // render renders the chart offline (Helm's install action with DryRun and
 // ClientOnly, as `helm template` does) and returns the manifest. includeCRDs

@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chart/loader"
 	"k8s.io/utils/ptr"
 	configapi "sigs.k8s.io/kueue/apis/config/v1beta2"
 	"sigs.k8s.io/yaml"
@@ -128,4 +129,29 @@ func prune(v any) any {
 	default:
 		return v
 	}
+}
+
+// KueueConfig is the manager configuration the Kueue chart in chartDir
+// (charts/kueue of a Kueue source tree of any version) carries for cfg, as
+// Kueue() would install it: the chart's default configuration with every
+// top-level key that cfg sets in its place, and the feature gates split out
+// (the chart passes them as --feature-gates). It returns the configuration
+// as the chart's ConfigMap holds it (YAML, keys the chart knows and this
+// package does not are kept) and the gates. The local topology runs the
+// Kueue binary with it, so that a local Kueue and a chart-installed one of
+// the same version start from the same configuration.
+func KueueConfig(chartDir string, cfg configapi.Configuration) (string, map[string]bool, error) {
+	ch, err := loader.Load(chartDir)
+	if err != nil {
+		return "", nil, fmt.Errorf("install: loading the kueue chart from %s: %w", chartDir, err)
+	}
+	mc, err := buildManagerConfig(ch, cfg, defaultKueueRelease)
+	if err != nil {
+		return "", nil, err
+	}
+	gates := map[string]bool{}
+	for _, g := range mc.featureGates {
+		gates[g.Name] = g.Enabled
+	}
+	return mc.yaml, gates, nil
 }

@@ -25,6 +25,9 @@ type localCluster struct {
 	name  string
 	cp    *controlPlane
 	kueue *kueueProcess
+	// kueueBin is the cluster's Kueue as its real binary (Options.Kueue);
+	// then kueue is nil.
+	kueueBin *kueueBinary
 	// ha, in HA mode, runs the cluster's Kueue as several replicas (kueue
 	// is then the first); nil otherwise.
 	ha *haCluster
@@ -33,6 +36,9 @@ type localCluster struct {
 	// components are the in-process controllers besides Kueue (the agent,
 	// JobSet, KubeRay), in start order; close stops them in reverse.
 	components []*component
+	// binaries are the operators' controller binaries (JobSet), in start
+	// order; close stops them in reverse, before Kueue.
+	binaries []*controllerBinary
 }
 
 // component is one in-process controller manager of a cluster, with a
@@ -132,9 +138,19 @@ func (lc *localCluster) close() error {
 			errs = append(errs, fmt.Errorf("cluster %q: the %s did not stop within %s", lc.name, c.name, procStopTimeout))
 		}
 	}
+	lc.mu.Lock()
+	bins := lc.binaries
+	lc.binaries = nil
+	lc.mu.Unlock()
+	for i := len(bins) - 1; i >= 0; i-- {
+		errs = append(errs, bins[i].stop())
+	}
 	errs = append(errs, lc.ha.close())
 	if lc.kueue != nil {
 		errs = append(errs, lc.kueue.stop())
+	}
+	if lc.kueueBin != nil {
+		errs = append(errs, lc.kueueBin.stop())
 	}
 	errs = append(errs, lc.cp.stop())
 	return errors.Join(errs...)
@@ -145,6 +161,9 @@ func (lc *localCluster) StopKueue(ctx context.Context) error {
 	if lc.ha != nil {
 		return lc.ha.stopAll(ctx)
 	}
+	if lc.kueueBin != nil {
+		return lc.kueueBin.stop()
+	}
 	return lc.kueue.stop()
 }
 
@@ -152,6 +171,9 @@ func (lc *localCluster) StopKueue(ctx context.Context) error {
 func (lc *localCluster) StartKueue(ctx context.Context) error {
 	if lc.ha != nil {
 		return lc.ha.startAll(ctx)
+	}
+	if lc.kueueBin != nil {
+		return lc.kueueBin.start(ctx)
 	}
 	return lc.kueue.start(ctx)
 }

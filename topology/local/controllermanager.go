@@ -28,7 +28,7 @@ import (
 // init.
 
 // Controller names of k8s.io/kubernetes/cmd/kube-controller-manager/names
-// (v1.35); an unknown name makes kube-controller-manager exit.
+// (v1.36); an unknown name makes kube-controller-manager exit.
 const (
 	kcmGarbageCollector = "garbage-collector-controller"
 	kcmNamespace        = "namespace-controller"
@@ -119,10 +119,16 @@ func (cp *controlPlane) newControllerManager(port int, controllers []string) *pr
 // writeClientKubeconfig writes a kubeconfig for one of the cluster's client
 // identities at path, mode 0600 (it is removed with the cluster directory).
 func (cp *controlPlane) writeClientKubeconfig(path, user string, id keyPair) error {
+	return cp.writeNamespacedKubeconfig(path, user, id, "")
+}
+
+// writeNamespacedKubeconfig is writeClientKubeconfig with a namespace in
+// its context ("" for none).
+func (cp *controlPlane) writeNamespacedKubeconfig(path, user string, id keyPair, namespace string) error {
 	cfg := clientcmdapi.NewConfig()
 	cfg.Clusters[cp.cluster] = &clientcmdapi.Cluster{Server: cp.host(), CertificateAuthorityData: cp.ca.certPEM}
 	cfg.AuthInfos[user] = &clientcmdapi.AuthInfo{ClientCertificateData: id.cert, ClientKeyData: id.key}
-	cfg.Contexts[cp.cluster] = &clientcmdapi.Context{Cluster: cp.cluster, AuthInfo: user}
+	cfg.Contexts[cp.cluster] = &clientcmdapi.Context{Cluster: cp.cluster, AuthInfo: user, Namespace: namespace}
 	cfg.CurrentContext = cp.cluster
 	raw, err := clientcmd.Write(*cfg)
 	if err != nil {

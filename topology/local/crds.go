@@ -28,6 +28,9 @@ import (
 // crdSource is a set of CRD files inside a pinned module.
 type crdSource struct {
 	module string
+	// root is the source tree to read from instead of the pinned module's
+	// (the Kueue binary's version or checkout).
+	root string
 	dir    string
 	// files to install; empty means every .yaml in dir.
 	files []string
@@ -35,7 +38,8 @@ type crdSource struct {
 	storageOnly bool
 }
 
-// crdSources returns the CRDs a cluster needs for the given integrations and
+// crdSources returns the CRDs a cluster needs (from the roots where they
+// are set, else from the pinned modules) for the given integrations and
 // connector: Kueue's always, JobSet's and Ray's only when those integrations
 // are on, ClusterProfile's only when asked for. Fewer CRDs start faster.
 //
@@ -45,13 +49,13 @@ type crdSource struct {
 // every field that changed) and nothing here reads it; the second version
 // costs the API server about a third of its start-up CPU (the Workload CRD's
 // two schemas are 9,500 lines each).
-func crdSources(integrations []string, clusterProfiles, kueueV1beta1 bool) []crdSource {
-	srcs := []crdSource{{module: modsrc.Kueue, dir: "config/components/crd/bases", storageOnly: !kueueV1beta1}}
+func crdSources(integrations []string, clusterProfiles, kueueV1beta1 bool, roots crdRoots) []crdSource {
+	srcs := []crdSource{{module: modsrc.Kueue, root: roots.kueue, dir: "config/components/crd/bases", storageOnly: !kueueV1beta1}}
 	var ray []string
 	for _, in := range integrations {
 		switch in {
 		case topology.IntegrationJobSet:
-			srcs = append(srcs, crdSource{module: modsrc.JobSet, dir: "config/components/crd/bases", files: []string{"jobset.x-k8s.io_jobsets.yaml"}})
+			srcs = append(srcs, crdSource{module: modsrc.JobSet, root: roots.jobSet, dir: "config/components/crd/bases", files: []string{"jobset.x-k8s.io_jobsets.yaml"}})
 		case topology.IntegrationRayJob:
 			ray = append(ray, "ray.io_rayjobs.yaml", "ray.io_rayclusters.yaml")
 		case topology.IntegrationRayCluster:
@@ -67,6 +71,10 @@ func crdSources(integrations []string, clusterProfiles, kueueV1beta1 bool) []crd
 	}
 	return srcs
 }
+
+// crdRoots are the source trees of the binaries a topology runs, whose CRDs
+// it installs; "" means the pinned module's (in-process controllers).
+type crdRoots struct{ kueue, jobSet string }
 
 // clusterProfileCRDSource is the ClusterProfile CRD of the pinned
 // cluster-inventory-api.
@@ -123,9 +131,12 @@ func uniq(s []string) []string {
 func loadCRDs(ctx context.Context, srcs []crdSource) ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	var out []*apiextensionsv1.CustomResourceDefinition
 	for _, src := range srcs {
-		root, err := modsrc.Dir(ctx, src.module)
-		if err != nil {
-			return nil, err
+		root := src.root
+		if root == "" {
+			var err error
+			if root, err = modsrc.Dir(ctx, src.module); err != nil {
+				return nil, err
+			}
 		}
 		dir := filepath.Join(root, src.dir)
 		files := src.files

@@ -112,7 +112,7 @@ func (lc *localCluster) startKueue(ctx context.Context, c *topology.Cluster, hoo
 		if err != nil {
 			return err
 		}
-		return registerWebhooks(ctx, c, hooks, lc.kueue.server, lc.kueue.webhookPort, lc.cp.ca.certPEM)
+		return registerWebhooks(ctx, c, hooks, servedBy(lc.kueue.server), lc.kueue.webhookPort, lc.cp.ca.certPEM)
 	}
 	return lc.ha.start(ctx, c, lc.kueue, hooks)
 }

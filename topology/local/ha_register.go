@@ -124,7 +124,7 @@ func (h *haCluster) register(ctx context.Context, c *topology.Cluster, hooks web
 	if err := h.writeEndpoints(ctx, h.currentReadiness()); err != nil {
 		return err
 	}
-	if err := registerWebhooks(ctx, c, hooks, h.replicas[0].server, h.replicas[0].webhookPort, h.caPEM); err != nil {
+	if err := registerWebhooks(ctx, c, hooks, servedBy(h.replicas[0].server), h.replicas[0].webhookPort, h.caPEM); err != nil {
 		return err
 	}
 	if err := h.pointWebhooksAtService(ctx, c, hooks); err != nil {

@@ -86,7 +86,7 @@ func (lc *localCluster) startJobSet(ctx context.Context, c *topology.Cluster, wo
 	if err := lc.startComponent(ctx, "JobSet controller", mgr, server, timeout); err != nil {
 		return err
 	}
-	return registerWebhooks(ctx, c, hooks, server, port, lc.cp.ca.certPEM)
+	return registerWebhooks(ctx, c, hooks, servedBy(server), port, lc.cp.ca.certPEM)
 }
 
 // jobSetDefaulter is JobSet v0.11.1's defaulting webhook, ported from

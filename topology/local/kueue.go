@@ -114,11 +114,25 @@ type kueueProcess struct {
 // That is the local stand-in for the in-cluster config a plugin sees in the
 // Kueue pod (cluster-inventory-api's secretreader reads Secrets with it).
 func writeKueueConfig(ctx context.Context, dir string, spec topology.Spec, needs topology.KueueNeeds, chartConcurrency bool) (string, error) {
+	cfg, err := kueueConfiguration(ctx, dir, spec, needs, chartConcurrency)
+	if err != nil {
+		return "", err
+	}
+	raw, err := yaml.Marshal(&cfg)
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "kueue-config.yaml")
+	return path, os.WriteFile(path, raw, 0o600)
+}
+
+// kueueConfiguration is the configuration writeKueueConfig writes.
+func kueueConfiguration(ctx context.Context, dir string, spec topology.Spec, needs topology.KueueNeeds, chartConcurrency bool) (configapi.Configuration, error) {
 	cfg := spec.KueueConfiguration(needs)
 	if chartConcurrency && cfg.Controller == nil {
 		ctrlCfg, err := kueueManagerController(ctx)
 		if err != nil {
-			return "", err
+			return cfg, err
 		}
 		cfg.Controller = ctrlCfg
 	}
@@ -132,12 +146,7 @@ func writeKueueConfig(ctx context.Context, dir string, spec topology.Spec, needs
 			}
 		}
 	}
-	raw, err := yaml.Marshal(&cfg)
-	if err != nil {
-		return "", err
-	}
-	path := filepath.Join(dir, "kueue-config.yaml")
-	return path, os.WriteFile(path, raw, 0o600)
+	return cfg, nil
 }
 
 // kueueScheme is the scheme cmd/kueue builds, fresh for every manager.

@@ -15,6 +15,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -111,6 +112,16 @@ type Options struct {
 	// (see HA and Provider.Replicas). Zero: $MKTK_HA decides (HAFromEnv),
 	// else one Kueue per cluster.
 	HA HA
+	// Kueue chooses the Kueue under test as its real binary, one process
+	// per cluster: a release built from the Go module proxy, a checkout, or
+	// a prebuilt binary (KueueOptions, or $MKTK_KUEUE_VERSION,
+	// $MKTK_KUEUE_SOURCE, $MKTK_KUEUE_BINARY). Its configuration is the one
+	// that version's chart installs for the Spec, its CRDs and webhook
+	// registrations come from the same source tree. While the binary is
+	// being introduced, a topology runs it only when a field of Kueue or one
+	// of those variables is set; otherwise Kueue runs in this process at the
+	// pinned module's version. Not yet with HA.
+	Kueue KueueOptions
 	// Logger receives what Kueue and controller-runtime log through
 	// controller-runtime's process-global logger (each cluster's own Kueue
 	// log goes to kueue.log in its directory). In-process Kueue needs that
@@ -135,6 +146,46 @@ type AssetOptions struct {
 	// Progress receives one line per build step; default os.Stderr (a build
 	// is rare and takes minutes: it says so where a person sees it).
 	Progress io.Writer
+}
+
+// KueueOptions choose the Kueue binary (Options.Kueue). At most one of
+// Source and Binary.
+type KueueOptions struct {
+	// Version of sigs.k8s.io/kueue to build from the Go module proxy (and
+	// cache), e.g. "v0.18.4"; default $MKTK_KUEUE_VERSION, else
+	// DefaultKueueVersion. With Binary, the version that binary is, when
+	// its build info does not say.
+	Version string
+	// Source is a Kueue checkout to build cmd/kueue from (every start
+	// builds it; Go's build cache makes an unchanged tree quick); default
+	// $MKTK_KUEUE_SOURCE.
+	Source string
+	// Binary is a prebuilt kueue binary; default $MKTK_KUEUE_BINARY. Built
+	// without this library's two path patches (assets: KueuePatches), it
+	// needs /visibility and /etc/kueue/metrics/certs.
+	Binary string
+}
+
+// DefaultKueueVersion is the Kueue a binary topology builds by default: the
+// newest release the module proxy serves.
+const DefaultKueueVersion = assets.DefaultKueueVersion
+
+func (k KueueOptions) internal() assets.KueueOptions {
+	return assets.KueueOptions{Version: k.Version, Source: k.Source, Binary: k.Binary}
+}
+
+// binary reports whether the Kueue binary is chosen, by a field or the
+// environment.
+func (k KueueOptions) binary(getenv func(string) string) bool {
+	if k != (KueueOptions{}) {
+		return true
+	}
+	for _, e := range []string{assets.EnvKueueVersion, assets.EnvKueueSource, assets.EnvKueueBinary} {
+		if getenv(e) != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // Default binary versions: kube-apiserver of the Kubernetes minor Kueue
@@ -297,21 +348,48 @@ func (p *Provider) Provision(ctx context.Context, spec topology.Spec) (*topology
 	if err != nil {
 		return nil, nil, fmt.Errorf("connector %s: %w", spec.Connector.Name(), err)
 	}
+	var kb *binaryKueue
+	var roots crdRoots
+	if p.opts.Kueue.binary(os.Getenv) {
+		if kb, err = p.prepareBinaryKueue(ctx, root, spec, needs); err != nil {
+			return nil, nil, err
+		}
+		roots.kueue = kb.bin.SourceDir
+		if slices.Contains(spec.Kueue.Integrations, topology.IntegrationJobSet) {
+			v, err := jobSetVersion(kb)
+			if err != nil {
+				return nil, nil, err
+			}
+			if kb.jobSet, err = assets.EnsureOperator(ctx, p.opts.Assets.internal(), assets.JobSetOperator(), v); err != nil {
+				return nil, nil, fmt.Errorf("local: %w", err)
+			}
+			roots.jobSet = kb.jobSet.SourceDir
+		}
+	}
 	cpNeeded := p.opts.ClusterProfileCRD || needs.ClusterProfileCRD
-	mgrCRDs, err := loadCRDs(ctx, crdSources(spec.Kueue.Integrations, cpNeeded, p.opts.ServeKueueV1beta1))
+	mgrCRDs, err := loadCRDs(ctx, crdSources(spec.Kueue.Integrations, cpNeeded, p.opts.ServeKueueV1beta1, roots))
 	if err != nil {
 		return nil, nil, err
 	}
-	workerCRDs, err := loadCRDs(ctx, crdSources(spec.Kueue.Integrations, false, p.opts.ServeKueueV1beta1))
+	workerCRDs, err := loadCRDs(ctx, crdSources(spec.Kueue.Integrations, false, p.opts.ServeKueueV1beta1, roots))
 	if err != nil {
 		return nil, nil, err
 	}
-	hooks, err := loadWebhookConfigs(ctx)
+	var hooks webhookConfigs
+	if kb != nil {
+		hooks, err = loadWebhookConfigsAt(kb.bin.SourceDir, "kueue-")
+	} else {
+		hooks, err = loadWebhookConfigs(ctx)
+	}
 	if err != nil {
 		return nil, nil, err
 	}
 	var jobSetHooks webhookConfigs
-	if hasCRD(workerCRDs, jobSetCRD) {
+	if roots.jobSet != "" {
+		if jobSetHooks, err = loadWebhookConfigsAt(roots.jobSet, jobSetWebhookPrefix); err != nil {
+			return nil, nil, err
+		}
+	} else if hasCRD(workerCRDs, jobSetCRD) {
 		if jobSetHooks, err = loadJobSetWebhookConfigs(ctx); err != nil {
 			return nil, nil, err
 		}
@@ -357,8 +435,11 @@ func (p *Provider) Provision(ctx context.Context, spec topology.Spec) (*topology
 		}
 		fmt.Fprintf(spec.Progress, "local: starting %s cluster %q\n", role, names[i])
 		cfg := p.opts.HA.kueueConfigFor(role, kueueCfg, haCfg)
-		c, err := p.startCluster(ctx, names[i], role, bins, crds, clusterHooks{kueue: hooks, jobSet: jobSetHooks}, cfg)
+		c, lc, err := p.startCluster(ctx, names[i], role, bins, crds, clusterHooks{kueue: hooks, jobSet: jobSetHooks}, cfg, kb)
 		if err == nil {
+			if lc.kueueBin != nil {
+				cfg = lc.kueueBin.configPath
+			}
 			err = publishKueueConfig(ctx, c, spec.Kueue.Namespace, cfg)
 		}
 		out[i], errs[i] = c, err
@@ -398,99 +479,109 @@ type clusterHooks struct {
 // controller and KubeRay on workers); on workers the agent: the Job
 // executor (without RealPods) and the pod runner (with RealPods or Ray).
 func (p *Provider) startCluster(ctx context.Context, name string, role topology.Role, bins assets.Binaries,
-	crds []*apiextensionsv1.CustomResourceDefinition, hooks clusterHooks, kueueCfg string) (*topology.Cluster, error) {
+	crds []*apiextensionsv1.CustomResourceDefinition, hooks clusterHooks, kueueCfg string, kb *binaryKueue) (*topology.Cluster, *localCluster, error) {
 	dir := filepath.Join(p.root, name)
 	if err := os.MkdirAll(filepath.Join(dir, "webhook-certs"), 0o700); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	cp, err := newControlPlane(name, dir, bins, p.opts.APIServerArgs, p.opts.StartTimeout)
 	if err != nil {
-		return nil, fmt.Errorf("cluster %q: certificates: %w", name, err)
+		return nil, nil, fmt.Errorf("cluster %q: certificates: %w", name, err)
 	}
 	cp.extraEnv = p.apiEnv
 	cp.shared = p.etcd
 	cp.ports = &p.ports
 	if p.auditPolicy != nil {
 		if err := cp.enableAudit(p.auditPolicy); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	lc := &localCluster{name: name, cp: cp}
 	if !p.track(lc) {
-		return nil, fmt.Errorf("cluster %q: provider closed during start", name)
+		return nil, nil, fmt.Errorf("cluster %q: provider closed during start", name)
 	}
 	if err := lc.prepareHA(p.opts, role); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := cp.start(ctx); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	scheme, err := topology.NewScheme()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	cfg := cp.restConfig()
 	cl, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
 	if err != nil {
-		return nil, fmt.Errorf("cluster %q: client: %w", name, err)
+		return nil, nil, fmt.Errorf("cluster %q: client: %w", name, err)
 	}
 	kc, err := cp.kubeconfig()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	c := &topology.Cluster{Name: name, Role: role, Config: cfg, Client: cl, Kubeconfig: kc, Lifecycle: lc}
 	if err := installCRDsWithin(ctx, c, crds, p.opts.StartTimeout); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	worker := role == topology.RoleWorker
 	// After the CRDs are served: the garbage collector and the namespace
 	// controller then know their resources from the start (they rediscover
 	// every 30 s).
 	if err := cp.startControllerManager(ctx, kcmControllers(worker && p.opts.RealPods)); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 
 	serving, err := cp.ca.serving("kueue-webhook")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	certDir := filepath.Join(dir, "webhook-certs")
 	if err := os.WriteFile(filepath.Join(certDir, "tls.crt"), serving.cert, 0o600); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := os.WriteFile(filepath.Join(certDir, "tls.key"), serving.key, 0o600); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	port, err := cp.ports.free()
-	if err != nil {
-		return nil, err
+	if kb != nil {
+		if err := lc.startBinaryKueue(ctx, c, kb, hooks.kueue, p.opts); err != nil {
+			return nil, nil, err
+		}
+	} else {
+		port, err := cp.ports.free()
+		if err != nil {
+			return nil, nil, err
+		}
+		lc.kueue = &kueueProcess{
+			cluster: name, restConfig: cp.configAs(cp.kueue), configPath: kueueCfg, logPath: filepath.Join(dir, "kueue.log"),
+			certDir: certDir, webhookPort: port, caPEM: cp.ca.certPEM, batch: p.opts.EventsBatchPeriod, verbosity: p.opts.KueueLogVerbosity,
+			startTimeout: p.opts.StartTimeout,
+		}
+		if err := lc.startKueue(ctx, c, hooks.kueue); err != nil {
+			return nil, nil, err
+		}
 	}
-	lc.kueue = &kueueProcess{
-		cluster: name, restConfig: cp.configAs(cp.kueue), configPath: kueueCfg, logPath: filepath.Join(dir, "kueue.log"),
-		certDir: certDir, webhookPort: port, caPEM: cp.ca.certPEM, batch: p.opts.EventsBatchPeriod, verbosity: p.opts.KueueLogVerbosity,
-		startTimeout: p.opts.StartTimeout,
-	}
-	if err := lc.startKueue(ctx, c, hooks.kueue); err != nil {
-		return nil, err
-	}
-	if hasCRD(crds, jobSetCRD) {
+	if kb != nil && kb.jobSet.Path != "" {
+		if err := lc.startJobSetBinary(ctx, c, kb.jobSet, hooks.jobSet, p.opts); err != nil {
+			return nil, nil, err
+		}
+	} else if hasCRD(crds, jobSetCRD) {
 		if err := lc.startJobSet(ctx, c, worker, hooks.jobSet, certDir, p.opts.StartTimeout); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	ray := hasCRD(crds, rayClusterCRD)
 	if !worker {
-		return c, nil
+		return c, lc, nil
 	}
 	if ray {
 		if err := lc.startKubeRay(ctx, hasCRD(crds, rayJobCRD), p.opts.StartTimeout); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	if err := lc.startAgent(ctx, !p.opts.RealPods, p.opts.RealPods || ray, p.opts.StartTimeout); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return c, nil
+	return c, lc, nil
 }
 
 // CRD names that decide which real controllers a cluster runs.

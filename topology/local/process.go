@@ -22,7 +22,9 @@ type process struct {
 	path    string
 	args    []string
 	// env is added to this process's environment (later entries win).
-	env     []string
+	env []string
+	// dir is the working directory; "" inherits the test process's.
+	dir     string
 	logPath string
 
 	mu      sync.Mutex
@@ -51,6 +53,7 @@ func (p *process) start() error {
 		return err
 	}
 	cmd := exec.Command(p.path, p.args...)
+	cmd.Dir = p.dir
 	if len(p.env) > 0 {
 		cmd.Env = append(os.Environ(), p.env...)
 	}

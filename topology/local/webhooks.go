@@ -43,6 +43,12 @@ func loadModuleWebhookConfigs(ctx context.Context, module, prefix string) (webho
 	if err != nil {
 		return webhookConfigs{}, err
 	}
+	return loadWebhookConfigsAt(root, prefix)
+}
+
+// loadWebhookConfigsAt reads the webhook registrations of the source tree
+// at root (a module's or a checkout's).
+func loadWebhookConfigsAt(root, prefix string) (webhookConfigs, error) {
 	path := filepath.Join(root, "config", "components", "webhook", "manifests.yaml")
 	raw, err := os.ReadFile(path)
 	if err != nil {
@@ -93,12 +99,37 @@ func served(server webhook.Server, path string) bool {
 	return pattern != ""
 }
 
+// servedBy is served for an in-process webhook server.
+func servedBy(server webhook.Server) func(string) bool {
+	return func(path string) bool { return served(server, path) }
+}
+
+// paths are the webhook paths the registrations name.
+func (w webhookConfigs) paths() []string {
+	var out []string
+	for _, m := range w.mutating {
+		for _, h := range m.Webhooks {
+			if h.ClientConfig.Service != nil && h.ClientConfig.Service.Path != nil {
+				out = append(out, *h.ClientConfig.Service.Path)
+			}
+		}
+	}
+	for _, v := range w.validating {
+		for _, h := range v.Webhooks {
+			if h.ClientConfig.Service != nil && h.ClientConfig.Service.Path != nil {
+				out = append(out, *h.ClientConfig.Service.Path)
+			}
+		}
+	}
+	return out
+}
+
 // registerWebhooks points the webhook registrations at the in-process
 // server on 127.0.0.1:port, keeping only the webhooks that server serves (a
 // registration for a disabled Kueue integration would reject those objects).
-func registerWebhooks(ctx context.Context, c *topology.Cluster, cfgs webhookConfigs, server webhook.Server, port int, caPEM []byte) error {
+func registerWebhooks(ctx context.Context, c *topology.Cluster, cfgs webhookConfigs, served func(path string) bool, port int, caPEM []byte) error {
 	clientConfig := func(svc *admissionv1.ServiceReference) (admissionv1.WebhookClientConfig, bool) {
-		if svc == nil || svc.Path == nil || !served(server, *svc.Path) {
+		if svc == nil || svc.Path == nil || !served(*svc.Path) {
 			return admissionv1.WebhookClientConfig{}, false
 		}
 		u := fmt.Sprintf("https://127.0.0.1:%d%s", port, *svc.Path)

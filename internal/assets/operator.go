@@ -1,0 +1,118 @@
+package assets
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"golang.org/x/mod/modfile"
+)
+
+// Operator is a job operator's controller (JobSet, KubeRay, ...) as its
+// binary, built from its Go module at the version the Kueue under test
+// names in its go.mod, as Kueue's own e2e tests install it.
+type Operator struct {
+	// Name is the binary's name ("jobset").
+	Name string
+	// Module and Version are the Go module it was built from.
+	Module, Version string
+	// Path of the binary.
+	Path string
+	// SourceDir is the module's source (CRDs, webhook manifests, chart).
+	SourceDir string
+	// From is "cache" or "build".
+	From string
+}
+
+// OperatorSpec says which operator to build: its module and main package.
+type OperatorSpec struct {
+	Name, Module, Package string
+}
+
+// Operators this library runs.
+func JobSetOperator() OperatorSpec {
+	return OperatorSpec{Name: "jobset", Module: "sigs.k8s.io/jobset", Package: "sigs.k8s.io/jobset"}
+}
+
+// RequiredVersion is the version of module that the Kueue source tree at
+// k.SourceDir requires in its go.mod.
+func (k Kueue) RequiredVersion(module string) (string, error) {
+	path := filepath.Join(k.SourceDir, "go.mod")
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	f, err := modfile.ParseLax(path, raw, nil)
+	if err != nil {
+		return "", fmt.Errorf("assets: %s: %w", path, err)
+	}
+	for _, r := range f.Require {
+		if r.Mod.Path == module {
+			return r.Mod.Version, nil
+		}
+	}
+	return "", fmt.Errorf("assets: Kueue %s (%s) does not require %s", k.Version, path, module)
+}
+
+// EnsureOperator returns the operator's binary at version from the cache,
+// building it there from the Go module proxy when missing (a throwaway
+// module that requires only the operator's module, so that its
+// dependencies are those its go.mod names).
+func EnsureOperator(ctx context.Context, opts Options, spec OperatorSpec, version string) (Operator, error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return Operator{}, err
+	}
+	src, err := moduleDir(ctx, o, spec.Module, version)
+	if err != nil {
+		return Operator{}, fmt.Errorf("%w: %s %s: %v", ErrNotFound, spec.Module, version, err)
+	}
+	dir := filepath.Join(o.CacheDir, spec.Name+"-"+version)
+	op := Operator{Name: spec.Name, Module: spec.Module, Version: version, Path: filepath.Join(dir, spec.Name), SourceDir: src, From: "cache"}
+	if executable(op.Path) == nil {
+		return op, nil
+	}
+	if o.NoBuild {
+		return Operator{}, fmt.Errorf("%w: no %s %s in %s and building is disabled", ErrNotFound, spec.Name, version, dir)
+	}
+	unlock, err := lockDir(o.CacheDir)
+	if err != nil {
+		return Operator{}, err
+	}
+	defer unlock()
+	if executable(op.Path) == nil {
+		return op, nil
+	}
+	work, err := os.MkdirTemp("", "mktk-"+spec.Name+"-build-")
+	if err != nil {
+		return Operator{}, err
+	}
+	defer os.RemoveAll(work)
+	fmt.Fprintf(o.Progress, "multikueue-testkit: building %s %s (%s) from Go modules into %s\n", spec.Name, version, spec.Package, dir)
+	gomod := fmt.Sprintf("module mktk/%s\n\ngo 1.25.0\n\nrequire %s %s\n", spec.Name, spec.Module, version)
+	if err := writeModule(work, gomod, spec.Package); err != nil {
+		return Operator{}, err
+	}
+	step(o, "go mod tidy for %s %s", spec.Name, version)
+	if _, err := goCmd(ctx, o, work, "mod", "tidy"); err != nil {
+		return Operator{}, fmt.Errorf("%w: %s %s: %v", ErrNotFound, spec.Name, version, err)
+	}
+	staging := dir + ".partial"
+	if err := os.MkdirAll(staging, 0o755); err != nil {
+		return Operator{}, err
+	}
+	defer os.RemoveAll(staging)
+	step(o, "go build %s", spec.Package)
+	if _, err := goCmd(ctx, o, work, "build", "-trimpath", "-ldflags", "-s -w", "-o", filepath.Join(staging, spec.Name), spec.Package); err != nil {
+		return Operator{}, fmt.Errorf("%w: building %s %s: %v", ErrNotFound, spec.Name, version, err)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return Operator{}, err
+	}
+	if err := os.Rename(staging, dir); err != nil {
+		return Operator{}, err
+	}
+	op.From = "build"
+	return op, nil
+}

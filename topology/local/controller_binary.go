@@ -1,0 +1,158 @@
+package local
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/multikueue-testkit/testkit/internal/poll"
+)
+
+// controllerBinary is a controller-runtime controller (Kueue, JobSet, ...)
+// run as its real binary: a child process with its own working directory
+// below the cluster's, a health port whose /readyz says when it is ready
+// and a webhook server on 127.0.0.1 with a certificate of the cluster's CA.
+// Stopping it is a SIGKILL, as a pod's kill would be; starting it again
+// runs the same binary with the same files and ports.
+type controllerBinary struct {
+	// name is the component ("kueue", "jobset"): its log is
+	// <cluster dir>/<name>.log.
+	name    string
+	cluster string
+	path    string
+	// version is what the binary is, for messages.
+	version string
+	dir     string
+	args    []string
+	timeout time.Duration
+	caPEM   []byte
+
+	webhookPort, healthPort, metricsPort int
+
+	proc *process
+}
+
+// allocate takes the ports the controller listens on from the cluster's
+// pool; extra are more ports of its own.
+func (b *controllerBinary) allocate(cp *controlPlane, extra ...*int) error {
+	for _, port := range append([]*int{&b.webhookPort, &b.healthPort, &b.metricsPort}, extra...) {
+		var err error
+		if *port, err = cp.ports.free(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeServingCert puts one serving certificate of the cluster's CA (for
+// 127.0.0.1) into each of dirs (relative to the working directory) as
+// tls.crt and tls.key.
+func (b *controllerBinary) writeServingCert(cp *controlPlane, dirs ...string) error {
+	serving, err := cp.ca.serving(b.name)
+	if err != nil {
+		return err
+	}
+	b.caPEM = cp.ca.certPEM
+	for _, d := range dirs {
+		d = filepath.Join(b.dir, d)
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(d, "tls.crt"), serving.cert, 0o600); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(d, "tls.key"), serving.key, 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// start runs the binary and waits until it says it is ready (/readyz on
+// its health port) and its webhook server presents a certificate of the
+// cluster's CA (not another server's that took the port).
+func (b *controllerBinary) start(ctx context.Context) error {
+	if b.proc != nil {
+		if done, _ := b.proc.exited(); !done {
+			return fmt.Errorf("cluster %q: %s is already running", b.cluster, b.name)
+		}
+	}
+	b.proc = &process{name: b.name, cluster: b.cluster, path: b.path, args: b.args, dir: b.dir,
+		logPath: filepath.Join(filepath.Dir(b.dir), b.name+".log")}
+	if err := b.proc.start(); err != nil {
+		return err
+	}
+	hc := &http.Client{Timeout: 2 * time.Second}
+	defer hc.CloseIdleConnections()
+	ready := fmt.Sprintf("http://127.0.0.1:%d/readyz", b.healthPort)
+	hook := net.JoinHostPort("127.0.0.1", strconv.Itoa(b.webhookPort))
+	err := waitHealthy(ctx, b.timeout, b.proc, fmt.Sprintf("cluster %q: %s %s to answer %s and serve webhooks on %s", b.cluster, b.name, b.version, ready, hook), func() error {
+		if err := getOK(hc, ready); err != nil {
+			return err
+		}
+		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: time.Second}, "tcp", hook, b.tlsConfig())
+		if err != nil {
+			return err
+		}
+		return conn.Close()
+	})
+	if err != nil {
+		_ = b.proc.stop(procStopTimeout)
+		return err
+	}
+	return nil
+}
+
+func (b *controllerBinary) tlsConfig() *tls.Config {
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(b.caPEM)
+	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+}
+
+// stop SIGKILLs the process and waits for it.
+func (b *controllerBinary) stop() error {
+	if b == nil || b.proc == nil {
+		return nil
+	}
+	return b.proc.stop(procStopTimeout)
+}
+
+// servedPaths asks the webhook server which of paths it serves: a
+// controller registers webhooks only for what it runs (Kueue for its
+// enabled integrations), and controller-runtime answers 404 for any other
+// path. A registration of an unserved webhook would make the API server
+// reject those objects.
+func (b *controllerBinary) servedPaths(ctx context.Context, paths []string) (func(string) bool, error) {
+	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: b.tlsConfig()}}
+	defer hc.CloseIdleConnections()
+	served := map[string]bool{}
+	for _, path := range paths {
+		url := fmt.Sprintf("https://127.0.0.1:%d%s", b.webhookPort, path)
+		err := poll.Until(ctx, b.timeout, fmt.Sprintf("cluster %q: %s's webhook server to answer POST %s", b.cluster, b.name, url), func(ctx context.Context) error {
+			req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader([]byte("{}")))
+			if err != nil {
+				return poll.Stop(err)
+			}
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := hc.Do(req)
+			if err != nil {
+				return err
+			}
+			resp.Body.Close()
+			served[path] = resp.StatusCode != http.StatusNotFound
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return func(path string) bool { return served[path] }, nil
+}

@@ -1,0 +1,66 @@
+package local
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/multikueue-testkit/testkit/internal/assets"
+	"github.com/multikueue-testkit/testkit/topology"
+)
+
+// With the Kueue binary, JobSet's controller runs as its binary too
+// (sigs.k8s.io/jobset's main, at the version the Kueue under test requires
+// in its go.mod, as Kueue's e2e tests install it), on every cluster with
+// the JobSet integration, with every webhook its manifests register
+// (defaulting and validation of JobSets, its pod webhooks): what its chart
+// deploys, on loopback. On the manager its controller leaves MultiKueue's
+// JobSets (spec.managedBy) alone.
+
+// jobSetVersion is the JobSet the Kueue binary requires.
+func jobSetVersion(kb *binaryKueue) (string, error) {
+	return kb.bin.RequiredVersion(assets.JobSetOperator().Module)
+}
+
+// startJobSetBinary starts cluster c's JobSet controller binary and
+// registers the webhooks it serves.
+func (lc *localCluster) startJobSetBinary(ctx context.Context, c *topology.Cluster, js assets.Operator, hooks webhookConfigs, o Options) error {
+	b := &controllerBinary{name: "jobset", cluster: lc.name, path: js.Path, version: js.Version,
+		dir: filepath.Join(lc.cp.dir, "jobset"), timeout: o.StartTimeout}
+	if err := b.allocate(lc.cp); err != nil {
+		return err
+	}
+	if err := b.writeServingCert(lc.cp, "webhook-certs", "metrics-certs"); err != nil {
+		return fmt.Errorf("cluster %q: JobSet's certificates: %w", lc.name, err)
+	}
+	m := map[string]any{"apiVersion": "config.jobset.x-k8s.io/v1alpha1", "kind": "Configuration"}
+	setLoopbackServing(m, *b, filepath.Join(b.dir, "webhook-certs"))
+	section(m, "metrics")["certDir"] = filepath.Join(b.dir, "metrics-certs")
+	raw, err := yaml.Marshal(m)
+	if err != nil {
+		return err
+	}
+	cfg := filepath.Join(b.dir, "config.yaml")
+	if err := os.WriteFile(cfg, raw, 0o600); err != nil {
+		return err
+	}
+	kubeconfig := filepath.Join(b.dir, "jobset.kubeconfig")
+	if err := lc.cp.writeClientKubeconfig(kubeconfig, jobsetUser, lc.cp.jobset); err != nil {
+		return err
+	}
+	b.args = []string{"--config=" + cfg, "--kubeconfig=" + kubeconfig}
+	lc.mu.Lock()
+	lc.binaries = append(lc.binaries, b)
+	lc.mu.Unlock()
+	if err := b.start(ctx); err != nil {
+		return err
+	}
+	served, err := b.servedPaths(ctx, hooks.paths())
+	if err != nil {
+		return err
+	}
+	return registerWebhooks(ctx, c, hooks, served, b.webhookPort, lc.cp.ca.certPEM)
+}

@@ -1,0 +1,205 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+
+	configapi "sigs.k8s.io/kueue/apis/config/v1beta2"
+
+	"github.com/multikueue-testkit/testkit/internal/assets"
+	"github.com/multikueue-testkit/testkit/topology"
+	"github.com/multikueue-testkit/testkit/topology/install"
+)
+
+// kueueBinary is one cluster's Kueue run as its real binary (cmd/kueue of
+// the chosen version or checkout, see assets.EnsureKueue), with its
+// configuration file, kubeconfig and certificates in its working directory
+// <cluster>/kueue: the patched Kueue reads its visibility and metrics
+// certificates from there (assets.KueuePatches).
+type kueueBinary struct {
+	controllerBinary
+	bin            assets.Kueue
+	configPath     string
+	visibilityPort int
+}
+
+// kueueBinaryConfig is the configuration a cluster's Kueue binary runs
+// with: the chart's configuration for the Spec (install.KueueConfig: what
+// the chart would install) with what a process on loopback needs in place
+// of what a Deployment has: its ports on 127.0.0.1, certificates handed to
+// it instead of internal certificate management (there is no Service for
+// it to put in a certificate), no leader election (one replica).
+func kueueBinaryConfig(chartYAML string, k *kueueBinary, webhookCertDir string) ([]byte, error) {
+	m := map[string]any{}
+	if err := yaml.Unmarshal([]byte(chartYAML), &m); err != nil {
+		return nil, fmt.Errorf("cluster %q: the chart's Kueue configuration: %w", k.cluster, err)
+	}
+	setLoopbackServing(m, k.controllerBinary, webhookCertDir)
+	vis := section(m, "visibilityServer")
+	vis["bindPort"] = k.visibilityPort
+	vis["bindAddress"] = "127.0.0.1"
+	return yaml.Marshal(m)
+}
+
+// section is m[key] as a map, made when missing.
+func section(m map[string]any, key string) map[string]any {
+	s, _ := m[key].(map[string]any)
+	if s == nil {
+		s = map[string]any{}
+		m[key] = s
+	}
+	return s
+}
+
+// setLoopbackServing sets, in a controller-runtime component configuration
+// (Kueue's, JobSet's: the same keys), the health, metrics and webhook
+// servers on b's loopback ports, the webhook certificates from certDir,
+// internal certificate management and leader election off.
+func setLoopbackServing(m map[string]any, b controllerBinary, certDir string) {
+	addr := func(port int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) }
+	section(m, "health")["healthProbeBindAddress"] = addr(b.healthPort)
+	section(m, "metrics")["bindAddress"] = addr(b.metricsPort)
+	wh := section(m, "webhook")
+	wh["port"] = b.webhookPort
+	wh["host"] = "127.0.0.1"
+	wh["certDir"] = certDir
+	m["internalCertManagement"] = map[string]any{"enable": false}
+	section(m, "leaderElection")["leaderElect"] = false
+}
+
+// gateArgs renders feature gates as --feature-gates, as the chart renders
+// controllerManager.featureGates.
+func gateArgs(gates map[string]bool) []string {
+	if len(gates) == 0 {
+		return nil
+	}
+	names := make([]string, 0, len(gates))
+	for n := range gates {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = n + "=" + strconv.FormatBool(gates[n])
+	}
+	return []string{"--feature-gates=" + strings.Join(parts, ",")}
+}
+
+// binaryKueue is a topology's Kueue binary with the configuration its
+// chart gives the Spec; every cluster runs it with its own ports.
+type binaryKueue struct {
+	bin       assets.Kueue
+	chartYAML string
+	gates     map[string]bool
+	// execKubeconfig is the file the exec credentials plugins read as
+	// KUBECONFIG (see writeKueueConfig), "" when there are none.
+	execKubeconfig string
+	namespace      string
+	// jobSet is the JobSet controller binary, when the JobSet integration
+	// is on (zero otherwise).
+	jobSet assets.Operator
+}
+
+// sourceDir is the binary's source tree; "" for none (in-process Kueue).
+func (b *binaryKueue) sourceDir() string {
+	if b == nil {
+		return ""
+	}
+	return b.bin.SourceDir
+}
+
+// prepareBinaryKueue finds or builds the Kueue binary and renders the
+// configuration its chart gives the Spec.
+func (p *Provider) prepareBinaryKueue(ctx context.Context, root string, spec topology.Spec, needs topology.KueueNeeds) (*binaryKueue, error) {
+	if p.opts.HA.on() {
+		return nil, errors.New("local: Options.HA with the Kueue binary (Options.Kueue, $MKTK_KUEUE_*) is not supported yet")
+	}
+	bin, err := assets.EnsureKueue(ctx, p.opts.Assets.internal(), p.opts.Kueue.internal())
+	if err != nil {
+		return nil, fmt.Errorf("local: %w", err)
+	}
+	cfg, err := kueueConfiguration(ctx, root, spec, needs, false)
+	if err != nil {
+		return nil, err
+	}
+	y, gates, err := install.KueueConfig(filepath.Join(bin.SourceDir, "charts", "kueue"), cfg)
+	if err != nil {
+		return nil, fmt.Errorf("local: Kueue %s: %w", bin.Version, err)
+	}
+	kb := &binaryKueue{bin: bin, chartYAML: y, gates: gates, namespace: spec.Kueue.Namespace}
+	if cp := cfg.MultiKueue.ClusterProfile; cp != nil {
+		kb.execKubeconfig = execKubeconfigOf(cp, filepath.Join(root, spec.ManagerName, execPluginKubeconfig))
+	}
+	fmt.Fprintf(spec.Progress, "local: Kueue %s, the binary %s (%s)\n", bin.Version, bin.Path, bin.From)
+	return kb, nil
+}
+
+// execKubeconfigOf is path when a credentials provider reads it as
+// KUBECONFIG, else "".
+func execKubeconfigOf(cp *configapi.ClusterProfile, path string) string {
+	for _, prov := range cp.CredentialsProviders {
+		for _, e := range prov.ExecConfig.Env {
+			if e.Name == "KUBECONFIG" && e.Value == path {
+				return path
+			}
+		}
+	}
+	return ""
+}
+
+// startBinaryKueue starts the cluster's Kueue binary and registers the
+// webhooks it serves, by URL on 127.0.0.1.
+func (lc *localCluster) startBinaryKueue(ctx context.Context, c *topology.Cluster, kb *binaryKueue, hooks webhookConfigs, o Options) error {
+	k := &kueueBinary{bin: kb.bin, controllerBinary: controllerBinary{
+		name: "kueue", cluster: lc.name, path: kb.bin.Path, version: kb.bin.Version,
+		dir: filepath.Join(lc.cp.dir, "kueue"), timeout: o.StartTimeout,
+	}}
+	if err := k.allocate(lc.cp, &k.visibilityPort); err != nil {
+		return err
+	}
+	const webhookCerts = "webhook-certs"
+	if err := k.writeServingCert(lc.cp, webhookCerts, assets.KueueVisibilityCertDir, assets.KueueMetricsCertDir); err != nil {
+		return fmt.Errorf("cluster %q: Kueue's certificates: %w", lc.name, err)
+	}
+	kubeconfig := filepath.Join(k.dir, "kueue.kubeconfig")
+	if err := lc.cp.writeClientKubeconfig(kubeconfig, kueueUser, lc.cp.kueue); err != nil {
+		return err
+	}
+	raw, err := kueueBinaryConfig(kb.chartYAML, k, filepath.Join(k.dir, webhookCerts))
+	if err != nil {
+		return err
+	}
+	k.configPath = filepath.Join(k.dir, "config.yaml")
+	if err := os.WriteFile(k.configPath, raw, 0o600); err != nil {
+		return err
+	}
+	// As the chart's Deployment runs it, plus the kubeconfig a pod would
+	// not need and zap's level.
+	k.args = append([]string{"--config=" + k.configPath, "--kubeconfig=" + kubeconfig}, gateArgs(kb.gates)...)
+	if o.KueueLogVerbosity > 0 {
+		k.args = append(k.args, "--zap-log-level="+strconv.Itoa(o.KueueLogVerbosity))
+	}
+	if kb.execKubeconfig != "" && filepath.Dir(kb.execKubeconfig) == lc.cp.dir {
+		if err := lc.cp.writeNamespacedKubeconfig(kb.execKubeconfig, kueueUser, lc.cp.kueue, kb.namespace); err != nil {
+			return fmt.Errorf("cluster %q: write the exec plugins' kubeconfig: %w", lc.name, err)
+		}
+	}
+	lc.kueueBin = k
+	if err := k.start(ctx); err != nil {
+		return err
+	}
+	served, err := k.servedPaths(ctx, hooks.paths())
+	if err != nil {
+		return err
+	}
+	return registerWebhooks(ctx, c, hooks, served, k.webhookPort, lc.cp.ca.certPEM)
+}
