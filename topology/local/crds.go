@@ -31,7 +31,7 @@ type crdSource struct {
 	// root is the source tree to read from instead of the pinned module's
 	// (the Kueue binary's version or checkout).
 	root string
-	dir    string
+	dir  string
 	// files to install; empty means every .yaml in dir.
 	files []string
 	// storageOnly serves each CRD at its storage version only.
