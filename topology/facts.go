@@ -27,6 +27,11 @@ const (
 	KueueDeploymentName = "kueue-controller-manager"
 )
 
+// KueueVersionAnnotation, on the ConfigMap the local topology publishes for
+// its Kueue process, is the version that process reported when it started
+// (the gitVersion cmd/kueue logs).
+const KueueVersionAnnotation = "testkit.multikueue.io/kueue-version"
+
 // KueueFacts is Kueue's configuration as a cluster runs it, read from the
 // cluster (ReadKueueFacts), with Kueue's own defaults applied. The assertions
 // judge with these values, not with what a test restated in Options.
@@ -46,6 +51,12 @@ type KueueFacts struct {
 	// plugin's env), to rebuild the rest config Kueue builds for a
 	// ClusterProfile. Empty when not read from the cluster.
 	CredentialsProviders []configapi.ClusterProfileCredentialsProvider
+	// Version is the Kueue release the cluster runs ("v0.19.2"): the
+	// version its process reported (KueueVersionAnnotation), else the tag
+	// of the Deployment's Kueue image; "" when neither tells (an image by
+	// digest, Kueue run another way): rules that differ by version then say
+	// which one they assumed.
+	Version string
 	// Source says where the facts were read, for reports: "ConfigMap
 	// kueue-system/kueue-manager-config (Deployment
 	// kueue-system/kueue-controller-manager)".
@@ -72,7 +83,7 @@ func (e *NotReadable) Error() string {
 // controller_manager_config.yaml) is read, which the local topology publishes
 // for its in-process Kueue. Kueue's defaults fill what the file leaves out.
 func ReadKueueFacts(ctx context.Context, c *Cluster, namespace string) (KueueFacts, error) {
-	cmName, key, deployment, argGates, err := findKueueDeployment(ctx, c, namespace)
+	cmName, key, deployment, argGates, image, err := findKueueDeployment(ctx, c, namespace)
 	if err != nil {
 		return KueueFacts{}, err
 	}
@@ -98,7 +109,22 @@ func ReadKueueFacts(ctx context.Context, c *Cluster, namespace string) (KueueFac
 	for k, v := range argGates {
 		f.FeatureGates[k] = v
 	}
+	f.Version = cm.Annotations[KueueVersionAnnotation]
+	if f.Version == "" {
+		f.Version = imageTag(image)
+	}
 	return f, nil
+}
+
+// imageTag is the tag of an image reference ("" for none or a digest).
+func imageTag(image string) string {
+	if i := strings.Index(image, "@"); i >= 0 {
+		image = image[:i]
+	}
+	if i := strings.LastIndex(image, ":"); i > strings.LastIndex(image, "/") {
+		return image[i+1:]
+	}
+	return ""
 }
 
 // FactsFromConfiguration parses a Kueue Configuration file and applies
@@ -129,13 +155,13 @@ func FactsFromConfiguration(raw []byte, source string) (KueueFacts, error) {
 }
 
 // findKueueDeployment returns the ConfigMap and key a Kueue Deployment in
-// namespace reads its --config from, the Deployment's name and the gates of
-// its --feature-gates argument. Without such a Deployment it returns the
-// default ConfigMap name and key.
-func findKueueDeployment(ctx context.Context, c *Cluster, namespace string) (cm, key, deployment string, gates map[string]bool, err error) {
+// namespace reads its --config from, the Deployment's name, the gates of
+// its --feature-gates argument and its container's image. Without such a
+// Deployment it returns the default ConfigMap name and key.
+func findKueueDeployment(ctx context.Context, c *Cluster, namespace string) (cm, key, deployment string, gates map[string]bool, image string, err error) {
 	var deps appsv1.DeploymentList
 	if err := c.Client.List(ctx, &deps, client.InNamespace(namespace)); err != nil && !apierrors.IsForbidden(err) {
-		return "", "", "", nil, fmt.Errorf("cluster %q: list Deployments in %s: %w", c.Name, namespace, err)
+		return "", "", "", nil, "", fmt.Errorf("cluster %q: list Deployments in %s: %w", c.Name, namespace, err)
 	}
 	slices.SortFunc(deps.Items, func(a, b appsv1.Deployment) int { // the chart's name first
 		return boolRank(a.Name != KueueDeploymentName) - boolRank(b.Name != KueueDeploymentName)
@@ -148,13 +174,13 @@ func findKueueDeployment(ctx context.Context, c *Cluster, namespace string) (cm,
 			}
 			name, k, found := configMapAt(d.Spec.Template.Spec.Volumes, ctr.VolumeMounts, cfgPath)
 			if !found {
-				return "", "", "", nil, &NotReadable{Cluster: c.Name, Namespace: namespace,
+				return "", "", "", nil, "", &NotReadable{Cluster: c.Name, Namespace: namespace,
 					Reason: fmt.Sprintf("Deployment %s reads --config=%s, which no ConfigMap volume provides", d.Name, cfgPath)}
 			}
-			return name, k, d.Name, gates, nil
+			return name, k, d.Name, gates, ctr.Image, nil
 		}
 	}
-	return KueueConfigMapName, KueueConfigKey, "", nil, nil
+	return KueueConfigMapName, KueueConfigKey, "", nil, "", nil
 }
 
 func boolRank(b bool) int {

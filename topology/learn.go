@@ -47,8 +47,12 @@ func (t *Topology) learnFacts(ctx context.Context, given Options) (read bool, er
 	k.GCInterval, k.WorkerLostTimeout = ptrTo(f.GCInterval), ptrTo(f.WorkerLostTimeout)
 	t.Spec.GCInterval, t.Spec.WorkerLostTimeout = f.GCInterval, f.WorkerLostTimeout
 	t.Facts = f
-	fmt.Fprintf(t.Spec.Progress, "topology: Kueue's configuration read from cluster %q: %s (gcInterval %s, origin %s, dispatcher %s)\n",
-		t.Manager.Name, f.Source, f.GCInterval, f.Origin, f.Dispatcher)
+	version := f.Version
+	if version == "" {
+		version = "unknown"
+	}
+	fmt.Fprintf(t.Spec.Progress, "topology: Kueue's configuration read from cluster %q: %s (Kueue %s, gcInterval %s, origin %s, dispatcher %s)\n",
+		t.Manager.Name, f.Source, version, f.GCInterval, f.Origin, f.Dispatcher)
 	return true, nil
 }
 

@@ -7,7 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"sort"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -30,7 +30,28 @@ type kueueBinary struct {
 	bin            assets.Kueue
 	configPath     string
 	visibilityPort int
+	// reported is the version the running Kueue says it is (the
+	// gitVersion of its "Initializing" log line).
+	reported string
 }
+
+// reportedVersion reads the version a Kueue process logged at start:
+// cmd/kueue's first "Initializing" line carries gitVersion.
+func reportedVersion(logPath string) (string, error) {
+	raw, err := os.ReadFile(logPath)
+	if err != nil {
+		return "", err
+	}
+	lines := strings.Split(string(raw), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if m := gitVersionRE.FindStringSubmatch(lines[i]); m != nil {
+			return m[1], nil
+		}
+	}
+	return "", fmt.Errorf("Kueue's log %s has no line with its gitVersion", logPath)
+}
+
+var gitVersionRE = regexp.MustCompile(`"gitVersion":"([^"]+)"`)
 
 // kueueBinaryConfig is the configuration a cluster's Kueue binary runs
 // with: the chart's configuration for the Spec (install.KueueConfig: what
@@ -38,12 +59,19 @@ type kueueBinary struct {
 // of what a Deployment has: its ports on 127.0.0.1, certificates handed to
 // it instead of internal certificate management (there is no Service for
 // it to put in a certificate), no leader election (one replica).
-func kueueBinaryConfig(chartYAML string, k *kueueBinary, webhookCertDir string) ([]byte, error) {
+func kueueBinaryConfig(chartYAML string, gates map[string]bool, k *kueueBinary, webhookCertDir string) ([]byte, error) {
 	m := map[string]any{}
 	if err := yaml.Unmarshal([]byte(chartYAML), &m); err != nil {
 		return nil, fmt.Errorf("cluster %q: the chart's Kueue configuration: %w", k.cluster, err)
 	}
 	setLoopbackServing(m, k.controllerBinary, webhookCertDir)
+	if len(gates) > 0 {
+		// In the file, not on the command line as the chart passes them:
+		// the ConfigMap the topology publishes (publishKueueConfig) is then
+		// all of what runs, for ReadKueueFacts. Kueue refuses a gate given
+		// both ways.
+		m["featureGates"] = gates
+	}
 	vis := section(m, "visibilityServer")
 	vis["bindPort"] = k.visibilityPort
 	vis["bindAddress"] = "127.0.0.1"
@@ -74,24 +102,6 @@ func setLoopbackServing(m map[string]any, b controllerBinary, certDir string) {
 	wh["certDir"] = certDir
 	m["internalCertManagement"] = map[string]any{"enable": false}
 	section(m, "leaderElection")["leaderElect"] = false
-}
-
-// gateArgs renders feature gates as --feature-gates, as the chart renders
-// controllerManager.featureGates.
-func gateArgs(gates map[string]bool) []string {
-	if len(gates) == 0 {
-		return nil
-	}
-	names := make([]string, 0, len(gates))
-	for n := range gates {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	parts := make([]string, len(names))
-	for i, n := range names {
-		parts[i] = n + "=" + strconv.FormatBool(gates[n])
-	}
-	return []string{"--feature-gates=" + strings.Join(parts, ",")}
 }
 
 // binaryKueue is a topology's Kueue binary with the configuration its
@@ -174,7 +184,7 @@ func (lc *localCluster) startBinaryKueue(ctx context.Context, c *topology.Cluste
 	if err := lc.cp.writeClientKubeconfig(kubeconfig, kueueUser, lc.cp.kueue); err != nil {
 		return err
 	}
-	raw, err := kueueBinaryConfig(kb.chartYAML, k, filepath.Join(k.dir, webhookCerts))
+	raw, err := kueueBinaryConfig(kb.chartYAML, kb.gates, k, filepath.Join(k.dir, webhookCerts))
 	if err != nil {
 		return err
 	}
@@ -184,7 +194,7 @@ func (lc *localCluster) startBinaryKueue(ctx context.Context, c *topology.Cluste
 	}
 	// As the chart's Deployment runs it, plus the kubeconfig a pod would
 	// not need and zap's level.
-	k.args = append([]string{"--config=" + k.configPath, "--kubeconfig=" + kubeconfig}, gateArgs(kb.gates)...)
+	k.args = []string{"--config=" + k.configPath, "--kubeconfig=" + kubeconfig}
 	if o.KueueLogVerbosity > 0 {
 		k.args = append(k.args, "--zap-log-level="+strconv.Itoa(o.KueueLogVerbosity))
 	}
@@ -196,6 +206,9 @@ func (lc *localCluster) startBinaryKueue(ctx context.Context, c *topology.Cluste
 	lc.kueueBin = k
 	if err := k.start(ctx); err != nil {
 		return err
+	}
+	if k.reported, err = reportedVersion(k.proc.logPath); err != nil {
+		return fmt.Errorf("cluster %q: %w", lc.name, err)
 	}
 	served, err := k.servedPaths(ctx, hooks.paths())
 	if err != nil {

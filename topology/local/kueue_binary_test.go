@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	"github.com/multikueue-testkit/testkit/assert"
 	"github.com/multikueue-testkit/testkit/connect"
 	"github.com/multikueue-testkit/testkit/internal/assets"
@@ -45,6 +47,9 @@ func TestKueueBinaryDispatchesAJob(t *testing.T) {
 			t.Errorf("cluster %q: kueue.log does not say gitVersion %s", name, version)
 		}
 	}
+	if topo.Facts.Version != version {
+		t.Errorf("Topology.Facts.Version = %q, want %s (read from the cluster: %s)", topo.Facts.Version, version, topo.Facts.Source)
+	}
 	e, err := scenario.Observe(ctx, topo)
 	if err != nil {
 		t.Fatal(err)
@@ -61,5 +66,59 @@ func TestKueueBinaryDispatchesAJob(t *testing.T) {
 	a.NominationCleared(ctx, job)
 	a.Finished(ctx, job)
 	a.StatusSynced(ctx, job)
+	a.NoOrphans(ctx)
+}
+
+// TestJobSetBinaryWithKueueBinary runs JobSets through MultiKueue where
+// Kueue and the JobSet controller both run as their binaries (JobSet at the
+// version the Kueue binary's go.mod names), with JobSet's own webhooks: one
+// that succeeds, one that fails.
+func TestJobSetBinaryWithKueueBinary(t *testing.T) {
+	ctx := context.Background()
+	lp := local.NewProvider(local.Options{Kueue: local.KueueOptions{Version: local.DefaultKueueVersion}})
+	topo, err := topology.New(ctx, lp, topology.Options{Workers: 2, Progress: os.Stderr, Connector: connect.KubeconfigSecret{},
+		Kueue: topology.KueueOptions{Integrations: []string{topology.IntegrationBatchJob, topology.IntegrationJobSet}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer topo.Close(ctx)
+	for _, name := range topo.Spec.AllClusterNames() {
+		if _, err := os.Stat(filepath.Join(lp.Dir(), name, "jobset.log")); err != nil {
+			t.Errorf("cluster %q: no JobSet controller process log: %v", name, err)
+		}
+	}
+	e, err := scenario.Observe(ctx, topo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	lq := topo.Spec.Queues.LocalQueue
+	objs := []client.Object{
+		workload.NewJobSet("js-ok", "default").Queue(lq).Replicas(2).Requests("100m", "64Mi").RunFor(time.Second).Obj(),
+		workload.NewJobSet("js-fail", "default").Queue(lq).Requests("100m", "64Mi").RunFor(time.Second).Fails().Obj(),
+	}
+	for _, o := range objs {
+		if err := topo.Manager.Client.Create(ctx, o); err != nil {
+			t.Fatalf("cluster %q: create JobSet %s: %v", topo.Manager.Name, o.GetName(), err)
+		}
+	}
+	want := map[string]string{
+		"js-ok":   "Succeeded restarts=0 terminalState=Completed",
+		"js-fail": "Failed restarts=0 terminalState=Failed",
+	}
+	a := assert.For(t, e.Check)
+	for _, o := range objs {
+		st := finalState(ctx, t, topo.Manager, o)
+		outcome := "Succeeded"
+		if st.Failed {
+			outcome = "Failed"
+		}
+		if got := outcome + " " + st.Summary; got != want[o.GetName()] {
+			t.Errorf("JobSet %s ended %q, want %q", o.GetName(), got, want[o.GetName()])
+		}
+		a.ExactlyOnceAdmitted(ctx, o)
+		a.StatusSynced(ctx, o)
+		a.Finished(ctx, o)
+	}
 	a.NoOrphans(ctx)
 }

@@ -18,7 +18,10 @@ import (
 // Kueue keeps it. Readers of the cluster (topology.ReadKueueFacts, a test
 // that attaches these clusters by kubeconfig) then learn gcInterval, origin,
 // dispatcher and gates from the cluster, as from a real installation.
-func publishKueueConfig(ctx context.Context, c *topology.Cluster, namespace, path string) error {
+//
+// version, when known, is what the Kueue process reported at start; it goes
+// to the annotation topology.KueueVersionAnnotation.
+func publishKueueConfig(ctx context.Context, c *topology.Cluster, namespace, path, version string) error {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return err
@@ -30,6 +33,9 @@ func publishKueueConfig(ctx context.Context, c *topology.Cluster, namespace, pat
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: topology.KueueConfigMapName, Namespace: namespace}}
 	if _, err := controllerutil.CreateOrUpdate(ctx, c.Client, cm, func() error {
 		cm.Data = map[string]string{topology.KueueConfigKey: string(raw)}
+		if version != "" {
+			metav1.SetMetaDataAnnotation(&cm.ObjectMeta, topology.KueueVersionAnnotation, version)
+		}
 		return nil
 	}); err != nil {
 		return fmt.Errorf("cluster %q: write ConfigMap %s/%s: %w", c.Name, namespace, cm.Name, err)

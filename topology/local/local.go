@@ -314,6 +314,7 @@ func (p *Provider) Name() string { return "local" }
 
 // Provision implements topology.Provider.
 func (p *Provider) Provision(ctx context.Context, spec topology.Spec) (*topology.Cluster, []*topology.Cluster, error) {
+	installLogger(p.opts.Logger) // also when the provider is used without New
 	for i, kv := range p.opts.APIServerEnv {
 		if name, _, ok := strings.Cut(kv, "="); !ok || name == "" {
 			return nil, nil, fmt.Errorf("local: Options.APIServerEnv[%d] %q is not NAME=value", i, kv)
@@ -437,10 +438,11 @@ func (p *Provider) Provision(ctx context.Context, spec topology.Spec) (*topology
 		cfg := p.opts.HA.kueueConfigFor(role, kueueCfg, haCfg)
 		c, lc, err := p.startCluster(ctx, names[i], role, bins, crds, clusterHooks{kueue: hooks, jobSet: jobSetHooks}, cfg, kb)
 		if err == nil {
+			version := ""
 			if lc.kueueBin != nil {
-				cfg = lc.kueueBin.configPath
+				cfg, version = lc.kueueBin.configPath, lc.kueueBin.reported
 			}
-			err = publishKueueConfig(ctx, c, spec.Kueue.Namespace, cfg)
+			err = publishKueueConfig(ctx, c, spec.Kueue.Namespace, cfg, version)
 		}
 		out[i], errs[i] = c, err
 	}
