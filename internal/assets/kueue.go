@@ -2,9 +2,7 @@ package assets
 
 import (
 	"context"
-	"crypto/sha256"
 	"debug/buildinfo"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -280,8 +278,10 @@ func buildKueueCheckout(ctx context.Context, o Options, k KueueOptions) (Kueue, 
 	if version == "" {
 		version = "v0.0.0-checkout"
 	}
-	sum := sha256.Sum256([]byte(src))
-	dest := filepath.Join(o.CacheDir, "kueue-checkout-"+hex.EncodeToString(sum[:6])+"-"+kueueBuildScheme)
+	// One slot for every checkout: each start builds anew anyway, and a
+	// running Kueue keeps its binary when a later build replaces the
+	// directory; a slot per checkout would pile up 100 MB binaries.
+	dest := filepath.Join(o.CacheDir, "kueue-checkout-"+kueueBuildScheme)
 	unlock, err := lockDir(o.CacheDir)
 	if err != nil {
 		return Kueue{}, err
