@@ -18,7 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	configapi "sigs.k8s.io/kueue/apis/config/v1beta2"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
-	"sigs.k8s.io/kueue/pkg/features"
 
 	"github.com/multikueue-testkit/testkit/internal/assets"
 	"github.com/multikueue-testkit/testkit/topology"
@@ -96,6 +95,10 @@ var _ topology.Connector = ClusterProfile{}
 
 // Credentials provider and plugin protocol constants.
 const (
+	// ClusterProfileGate is the name of Kueue's feature gate for
+	// ClusterProfiles in MultiKueue (alpha, off by default from v0.15 to
+	// v0.19), which KueueNeeds turns on.
+	ClusterProfileGate = "MultiKueueClusterProfile"
 	// SecretReaderProvider is the access provider and credentials provider
 	// name the secretreader plugin is registered under.
 	SecretReaderProvider = "secretreader"
@@ -127,7 +130,7 @@ func (c ClusterProfile) KueueNeeds(ctx context.Context) (topology.KueueNeeds, er
 	}
 	return topology.KueueNeeds{
 		ClusterProfileCRD: true,
-		FeatureGates:      map[string]bool{string(features.MultiKueueClusterProfile): true},
+		FeatureGates:      map[string]bool{ClusterProfileGate: true},
 		CredentialsProviders: []configapi.ClusterProfileCredentialsProvider{{
 			Name: SecretReaderProvider,
 			ExecConfig: api.ExecConfig{
