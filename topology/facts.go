@@ -12,6 +12,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"golang.org/x/mod/semver"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	configapi "sigs.k8s.io/kueue/apis/config/v1beta2"
@@ -114,6 +115,18 @@ func ReadKueueFacts(ctx context.Context, c *Cluster, namespace string) (KueueFac
 		f.Version = imageTag(image)
 	}
 	return f, nil
+}
+
+// VersionAtLeast reports whether the Kueue the cluster runs is release v
+// ("v0.19.0") or newer, by semantic version (a checkout's pre-release
+// "v0.19.99-checkout" counts as older than v0.19.99); known is false when
+// Version was not read (then atLeast is false too): a rule that depends on
+// it must say which version it assumed.
+func (f KueueFacts) VersionAtLeast(v string) (atLeast, known bool) {
+	if !semver.IsValid(f.Version) {
+		return false, false
+	}
+	return semver.Compare(f.Version, v) >= 0, true
 }
 
 // imageTag is the tag of an image reference ("" for none or a digest).

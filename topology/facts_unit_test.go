@@ -16,3 +16,21 @@ func TestImageTag(t *testing.T) {
 		}
 	}
 }
+
+func TestVersionAtLeast(t *testing.T) {
+	for _, tc := range []struct {
+		have, want    string
+		atLeast, know bool
+	}{
+		{"v0.19.2", "v0.19.0", true, true},
+		{"v0.18.4", "v0.19.0", false, true},
+		{"v0.19.99-checkout", "v0.19.0", true, true},
+		{"", "v0.19.0", false, false},
+		{"latest", "v0.19.0", false, false},
+	} {
+		a, k := KueueFacts{Version: tc.have}.VersionAtLeast(tc.want)
+		if a != tc.atLeast || k != tc.know {
+			t.Errorf("%q >= %q: got %v, %v", tc.have, tc.want, a, k)
+		}
+	}
+}

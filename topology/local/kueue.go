@@ -62,6 +62,7 @@ import (
 	// Link every job integration, as cmd/kueue does.
 	_ "sigs.k8s.io/kueue/pkg/controller/jobs"
 
+	"github.com/multikueue-testkit/testkit/internal/modsrc"
 	"github.com/multikueue-testkit/testkit/internal/poll"
 	"github.com/multikueue-testkit/testkit/topology"
 )
@@ -519,4 +520,21 @@ func (k *kueueProcess) writeExecPluginKubeconfig(cfg configapi.Configuration) er
 		return fmt.Errorf("cluster %q: write the exec plugins' kubeconfig: %w", k.cluster, err)
 	}
 	return os.Chmod(path, 0o600)
+}
+
+// pinnedKueueVersion is the version of the sigs.k8s.io/kueue module linked
+// into this process (the in-process Kueue's), "" when it cannot be told.
+func pinnedKueueVersion(ctx context.Context) string {
+	if v, err := modsrc.Version(modsrc.Kueue); err == nil {
+		return v
+	}
+	// Test binaries carry no build info: the module cache directory says.
+	dir, err := modsrc.Dir(ctx, modsrc.Kueue)
+	if err != nil {
+		return ""
+	}
+	if i := strings.LastIndex(dir, "@"); i >= 0 {
+		return dir[i+1:]
+	}
+	return ""
 }

@@ -2,7 +2,6 @@ package local
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -130,9 +129,6 @@ func (b *binaryKueue) sourceDir() string {
 // prepareBinaryKueue finds or builds the Kueue binary and renders the
 // configuration its chart gives the Spec.
 func (p *Provider) prepareBinaryKueue(ctx context.Context, root string, spec topology.Spec, needs topology.KueueNeeds) (*binaryKueue, error) {
-	if p.opts.HA.on() {
-		return nil, errors.New("local: Options.HA with the Kueue binary (Options.Kueue, $MKTK_KUEUE_*) is not supported yet")
-	}
 	bin, err := assets.EnsureKueue(ctx, p.opts.Assets.internal(), p.opts.Kueue.internal())
 	if err != nil {
 		return nil, fmt.Errorf("local: %w", err)

@@ -112,15 +112,15 @@ type Options struct {
 	// (see HA and Provider.Replicas). Zero: $MKTK_HA decides (HAFromEnv),
 	// else one Kueue per cluster.
 	HA HA
-	// Kueue chooses the Kueue under test as its real binary, one process
-	// per cluster: a release built from the Go module proxy, a checkout, or
-	// a prebuilt binary (KueueOptions, or $MKTK_KUEUE_VERSION,
-	// $MKTK_KUEUE_SOURCE, $MKTK_KUEUE_BINARY). Its configuration is the one
-	// that version's chart installs for the Spec, its CRDs and webhook
-	// registrations come from the same source tree. While the binary is
-	// being introduced, a topology runs it only when a field of Kueue or one
-	// of those variables is set; otherwise Kueue runs in this process at the
-	// pinned module's version. Not yet with HA.
+	// Kueue chooses the Kueue under test, run as its real binary, one
+	// process per cluster: a release built from the Go module proxy (by
+	// default DefaultKueueVersion), a checkout, or a prebuilt binary
+	// (KueueOptions, or $MKTK_KUEUE_VERSION, $MKTK_KUEUE_SOURCE,
+	// $MKTK_KUEUE_BINARY). Its configuration is the one that version's chart
+	// installs for the Spec; its CRDs and webhook registrations come from
+	// the same source tree. HA topologies still run Kueue in this process,
+	// at the pinned module's version (KueueOptions.InProcess), until their
+	// replicas are processes too.
 	Kueue KueueOptions
 	// Logger receives what Kueue and controller-runtime log through
 	// controller-runtime's process-global logger (each cluster's own Kueue
@@ -151,6 +151,11 @@ type AssetOptions struct {
 // KueueOptions choose the Kueue binary (Options.Kueue). At most one of
 // Source and Binary.
 type KueueOptions struct {
+	// InProcess runs Kueue in this Go process, wired from the pinned
+	// sigs.k8s.io/kueue module (v0.17.0), instead of as a binary; also
+	// $MKTK_KUEUE_INPROCESS=1, and always with HA. It goes away once HA
+	// replicas are processes; the other fields must then be empty.
+	InProcess bool
 	// Version of sigs.k8s.io/kueue to build from the Go module proxy (and
 	// cache), e.g. "v0.18.4"; default $MKTK_KUEUE_VERSION, else
 	// DefaultKueueVersion. With Binary, the version that binary is, when
@@ -174,18 +179,23 @@ func (k KueueOptions) internal() assets.KueueOptions {
 	return assets.KueueOptions{Version: k.Version, Source: k.Source, Binary: k.Binary}
 }
 
-// binary reports whether the Kueue binary is chosen, by a field or the
-// environment.
-func (k KueueOptions) binary(getenv func(string) string) bool {
-	if k != (KueueOptions{}) {
-		return true
+// EnvKueueInProcess set to 1 runs Kueue in this process
+// (KueueOptions.InProcess).
+const EnvKueueInProcess = "MKTK_KUEUE_INPROCESS"
+
+// binary reports whether Kueue runs as its binary: unless InProcess (by
+// field or environment) or HA; a binary asked for by a field together
+// with either is an error naming the fields.
+func (k KueueOptions) binary(getenv func(string) string, ha bool) (bool, error) {
+	chosen := k.Version != "" || k.Source != "" || k.Binary != ""
+	inProcess := k.InProcess || getenv(EnvKueueInProcess) == "1"
+	switch {
+	case chosen && k.InProcess:
+		return false, errors.New("local: Options.Kueue: InProcess runs the pinned module's Kueue; Version, Source and Binary choose a binary: set one or the other")
+	case chosen && ha:
+		return false, errors.New("local: Options.Kueue and Options.HA: HA runs Kueue in this process (the pinned module's), not a chosen binary, for now")
 	}
-	for _, e := range []string{assets.EnvKueueVersion, assets.EnvKueueSource, assets.EnvKueueBinary} {
-		if getenv(e) != "" {
-			return true
-		}
-	}
-	return false
+	return !inProcess && !ha, nil
 }
 
 // Default binary versions: kube-apiserver of the Kubernetes minor Kueue
@@ -351,7 +361,11 @@ func (p *Provider) Provision(ctx context.Context, spec topology.Spec) (*topology
 	}
 	var kb *binaryKueue
 	var roots crdRoots
-	if p.opts.Kueue.binary(os.Getenv) {
+	useBinary, err := p.opts.Kueue.binary(os.Getenv, p.opts.HA.on())
+	if err != nil {
+		return nil, nil, err
+	}
+	if useBinary {
 		if kb, err = p.prepareBinaryKueue(ctx, root, spec, needs); err != nil {
 			return nil, nil, err
 		}
@@ -427,6 +441,11 @@ func (p *Provider) Provision(ctx context.Context, spec topology.Spec) (*topology
 			return nil, nil, errors.Join(errors.New("local: provider closed during start"), etcd.stop())
 		}
 	}
+	// The in-process Kueue is the pinned module's.
+	inProcessVersion := ""
+	if kb == nil {
+		inProcessVersion = pinnedKueueVersion(ctx)
+	}
 	out := make([]*topology.Cluster, len(names))
 	errs := make([]error, len(names))
 	startOne := func(i int) {
@@ -438,7 +457,7 @@ func (p *Provider) Provision(ctx context.Context, spec topology.Spec) (*topology
 		cfg := p.opts.HA.kueueConfigFor(role, kueueCfg, haCfg)
 		c, lc, err := p.startCluster(ctx, names[i], role, bins, crds, clusterHooks{kueue: hooks, jobSet: jobSetHooks}, cfg, kb)
 		if err == nil {
-			version := ""
+			version := inProcessVersion
 			if lc.kueueBin != nil {
 				cfg, version = lc.kueueBin.configPath, lc.kueueBin.reported
 			}
