@@ -4,6 +4,7 @@ package ginkgo
 
 import (
 	"context"
+	"os"
 	"testing"
 	"time"
 
@@ -16,6 +17,9 @@ import (
 	"github.com/multikueue-testkit/testkit/topology"
 	"github.com/multikueue-testkit/testkit/workload"
 )
+
+// TestMain builds or finds the binaries before any spec's timeout starts.
+func TestMain(m *testing.M) { os.Exit(substrate.Main(m)) }
 
 func TestMultiKueue(t *testing.T) {
 	RegisterFailHandler(Fail)

@@ -10,6 +10,7 @@ package jobdispatch
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -39,6 +40,11 @@ func TestMain(m *testing.M) {
 		return envfuncs.SetupTopology(topo)(ctx, cfg)
 	})
 	testenv.Finish(envfuncs.Teardown())
+	// Binaries first, where no test timeout counts their build.
+	if err := substrate.Prepare(context.Background()); err != nil {
+		fmt.Fprintln(os.Stderr, "examples: preparing the local topology's binaries:", err)
+		os.Exit(1)
+	}
 	os.Exit(testenv.Run(m))
 }
 

@@ -4,6 +4,7 @@ package testify
 
 import (
 	"context"
+	"os"
 	"testing"
 	"time"
 
@@ -52,5 +53,8 @@ func (s *MultiKueueSuite) TestJobRunsOnceAndIsCleanedUp() {
 	a.StatusSynced(ctx, job)
 	require.NoError(s.T(), s.env.Check.NoOrphans(ctx))
 }
+
+// TestMain builds or finds the binaries before any test's timeout starts.
+func TestMain(m *testing.M) { os.Exit(substrate.Main(m)) }
 
 func TestMultiKueueSuite(t *testing.T) { suite.Run(t, new(MultiKueueSuite)) }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -211,4 +212,36 @@ func (lc *localCluster) startBinaryKueue(ctx context.Context, c *topology.Cluste
 		return err
 	}
 	return registerWebhooks(ctx, c, hooks, served, k.webhookPort, lc.cp.ca.certPEM)
+}
+
+// EnsureBinaries finds or builds every binary a local topology with these
+// options runs — kube-apiserver, etcd, kube-controller-manager, the Kueue
+// binary and, for the integrations named, the operators' (JobSet) — without
+// starting anything. A cold build takes tens of minutes on 2 cores; call it
+// from TestMain before m.Run (or before a suite's timeouts start), as the
+// bundled examples do, so that no test's timeout counts it. Later calls
+// find everything in the cache at once.
+func EnsureBinaries(ctx context.Context, o Options, integrations ...string) error {
+	ao := o.Assets.internal()
+	if _, err := assets.Ensure(ctx, ao); err != nil {
+		return err
+	}
+	useBinary, err := o.Kueue.binary(os.Getenv, o.HA.on())
+	if err != nil || !useBinary {
+		return err
+	}
+	bin, err := assets.EnsureKueue(ctx, ao, o.Kueue.internal())
+	if err != nil {
+		return fmt.Errorf("local: %w", err)
+	}
+	if slices.Contains(integrations, topology.IntegrationJobSet) {
+		v, err := bin.RequiredVersion(assets.JobSetOperator().Module)
+		if err != nil {
+			return err
+		}
+		if _, err := assets.EnsureOperator(ctx, ao, assets.JobSetOperator(), v); err != nil {
+			return fmt.Errorf("local: %w", err)
+		}
+	}
+	return nil
 }

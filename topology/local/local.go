@@ -45,7 +45,9 @@ type Options struct {
 	// becoming Established and served, Kueue becoming ready, also when
 	// Cluster.Lifecycle starts it again). Default 2 minutes.
 	StartTimeout time.Duration
-	// EventsBatchPeriod is how long MultiKueue holds an event from a worker
+	// EventsBatchPeriod (in-process Kueue only: KueueOptions.InProcess, HA;
+	// the Kueue binary runs with Kueue's built-in 1 s, which cannot be
+	// configured) is how long MultiKueue holds an event from a worker
 	// (a remote Workload or Job changed) before it reconciles the manager's
 	// Workload. Zero means DefaultEventsBatchPeriod (100 ms, the value
 	// Kueue's own MultiKueue integration suites run with);
@@ -76,7 +78,9 @@ type Options struct {
 	// Etcd chooses one etcd per cluster or one for the topology (EtcdMode).
 	// Default EtcdAuto: shared from BigTopologyWorkers workers on.
 	Etcd EtcdMode
-	// ChartConcurrency runs every cluster's Kueue with the controller
+	// ChartConcurrency (in-process Kueue only; the Kueue binary always runs
+	// the chart's configuration, concurrency included) runs every cluster's
+	// Kueue with the controller
 	// concurrency of the manager configuration Kueue ships, as its chart and
 	// release manifests run it: controller.groupKindConcurrency from the
 	// pinned module's config/components/manager/controller_manager_config.yaml
@@ -122,7 +126,7 @@ type Options struct {
 	// at the pinned module's version (KueueOptions.InProcess), until their
 	// replicas are processes too.
 	Kueue KueueOptions
-	// Logger receives what Kueue and controller-runtime log through
+	// Logger (in-process controllers only) receives what Kueue and controller-runtime log through
 	// controller-runtime's process-global logger (each cluster's own Kueue
 	// log goes to kueue.log in its directory). In-process Kueue needs that
 	// global set, as cmd/kueue sets it; nil installs a discarding logger

@@ -22,6 +22,30 @@ import (
 // EnvProvider picks the provider: "local" (default) or "kind".
 const EnvProvider = "MKTK_PROVIDER"
 
+// Prepare finds or builds the local topology's binaries (Kubernetes, Kueue
+// and the operators of integrations) before any test timeout runs: the
+// examples call it from TestMain, before m.Run. It does nothing when the
+// examples run on kind or on the clusters MKTK_KUBECONFIGS names.
+func Prepare(ctx context.Context, integrations ...string) error {
+	if _, attach, err := existing.FromEnv(); err != nil || attach {
+		return err
+	}
+	if p := strings.TrimSpace(os.Getenv(EnvProvider)); p != "" && p != "local" {
+		return nil
+	}
+	return local.EnsureBinaries(ctx, local.Options{}, integrations...)
+}
+
+// Main is TestMain for the examples: Prepare, then the tests. A build that
+// fails ends the run with its error.
+func Main(m interface{ Run() int }) int {
+	if err := Prepare(context.Background()); err != nil {
+		fmt.Fprintln(os.Stderr, "examples: preparing the local topology's binaries:", err)
+		return 1
+	}
+	return m.Run()
+}
+
 // New starts or attaches a topology. opts describe the local topology; on
 // existing clusters only its Progress (and, in wire mode, its quotas, queues
 // and connector) are used: the clusters come from the environment.
