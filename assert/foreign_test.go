@@ -117,7 +117,9 @@ func sameJob(ctx context.Context, w *topology.Cluster, own *batchv1.Job) error {
 // lifted on that worker for the test. The per-workload assertions, which
 // used to take the worker's Job for a remote copy ("remote Job default/h3
 // created at +0s while no worker was selected"), pass: it is not
-// MultiKueue's. Written to fail once Kueue is fixed.
+// MultiKueue's. The verdict follows the version the topology runs: before
+// v0.19.0 ForeignUntouched must name the deletion; from v0.19.0, which has
+// the fix (#11877, CHANGELOG-0.19), it must pass with the Job intact.
 func TestForeignUntouchedCatchesKueueDeletingAWorkersOwnJob(t *testing.T) {
 	ctx := context.Background()
 	w := env.Topo.Workers[0]
@@ -139,6 +141,15 @@ func TestForeignUntouchedCatchesKueueDeletingAWorkersOwnJob(t *testing.T) {
 	// MultiKueue deletes by name before it dispatches and again once the
 	// workload finished: by now the defect had every chance to show.
 	err := c.ForeignUntouched(ctx)
+	if kueueFixed(t, "v0.19.0", "kubernetes-sigs/kueue#11849 (MultiKueue deletes a worker's own Job of the manager Job's name), fixed by #11877") {
+		if err != nil {
+			t.Fatalf("Kueue %s has the fix, yet: %v", env.Topo.Facts.Version, err)
+		}
+		if e := sameJob(ctx, w, own); e != nil {
+			t.Fatalf("Kueue %s has the fix, yet the worker's Job changed: %v", env.Topo.Facts.Version, e)
+		}
+		return
+	}
 	if err == nil {
 		if e := sameJob(ctx, w, own); e != nil {
 			t.Fatalf("the worker's Job changed yet ForeignUntouched passed: %v", e)
@@ -229,7 +240,8 @@ func TestExactlyOnceAdmittedSaysTheWinnersJobIsNotMultiKueues(t *testing.T) {
 // ForeignUntouched passes. The price, with Kueue v0.17.0: MultiKueue stops
 // at the denied deletion each time it would remove the losing worker's
 // objects, so the workload is admitted on the other worker but never placed
-// while the Job is there. Written to fail once Kueue is fixed (no attempt).
+// while the Job is there. That is Kueue before v0.19.0; from v0.19.0 (the
+// fix, #11877) there is no deletion to deny and the workload is placed.
 func TestGuardKeepsAWorkersOwnJob(t *testing.T) {
 	ctx := context.Background()
 	loser := env.Topo.Workers[0]
@@ -243,6 +255,21 @@ func TestGuardKeepsAWorkersOwnJob(t *testing.T) {
 	job := workload.NewJob("h6", "default").Queue("user-queue").Requests("1", "1Gi").RunFor(500 * time.Millisecond).Obj()
 	submit(t, ctx, job)
 	wlName = workloadOf(t, ctx, job)
+	if kueueFixed(t, "v0.19.0", "kubernetes-sigs/kueue#11849 (MultiKueue deletes a worker's own Job of the manager Job's name), fixed by #11877") {
+		// No deletion to deny: the workload is placed on the other worker
+		// and the loser's Job stays as it was.
+		c.Timeout = 2 * time.Minute
+		a := assert.For(t, c)
+		a.ExactlyOnceAdmitted(ctx, job)
+		a.Finished(ctx, job)
+		if err := sameJob(ctx, loser, own); err != nil {
+			t.Error(err)
+		}
+		if err := c.ForeignUntouched(ctx); err != nil {
+			t.Errorf("with the guard on: %v", err)
+		}
+		return
+	}
 	guardDenied(t, ctx, loser, "h6", c.Since)
 	err := c.ExactlyOnceAdmitted(ctx, job)
 	mustFail(t, err, "ExactlyOnceAdmitted failed", wlName, "has no status.clusterName yet")
@@ -264,6 +291,24 @@ func removeRemoteWorkloads(t *testing.T, ctx context.Context, name string) {
 	for _, w := range env.Topo.Workers {
 		removeFrom(t, ctx, w, &kueue.Workload{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}})
 	}
+}
+
+// kueueFixed reports whether the Kueue the topology runs (Facts.Version,
+// read from the cluster) is at least fixedIn, where the finding what was
+// fixed; the test then expects the fixed behaviour. A version that could
+// not be read fails the test: the expected verdict depends on it.
+func kueueFixed(t *testing.T, fixedIn, what string) bool {
+	t.Helper()
+	fixed, known := env.Topo.Facts.VersionAtLeast(fixedIn)
+	if !known {
+		t.Fatalf("Kueue's version was not read from the cluster (%s): cannot tell whether %s applies", env.Topo.Facts.Source, what)
+	}
+	if fixed {
+		t.Logf("Kueue %s is at least %s: %s; expecting the fixed behaviour", env.Topo.Facts.Version, fixedIn, what)
+	} else {
+		t.Logf("Kueue %s is before %s: %s; expecting the defect", env.Topo.Facts.Version, fixedIn, what)
+	}
+	return fixed
 }
 
 func serviceAccountUser() string {

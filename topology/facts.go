@@ -52,6 +52,10 @@ type KueueFacts struct {
 	// plugin's env), to rebuild the rest config Kueue builds for a
 	// ClusterProfile. Empty when not read from the cluster.
 	CredentialsProviders []configapi.ClusterProfileCredentialsProvider
+	// IncrementalStepSize is multiKueue.incrementalDispatcherConfig.stepSize
+	// (Kueue v0.19+, honoured with gate MultiKueueIncrementalDispatcherConfig);
+	// 0 when not set.
+	IncrementalStepSize int
 	// Version is the Kueue release the cluster runs ("v0.19.2"): the
 	// version its process reported (KueueVersionAnnotation), else the tag
 	// of the Deployment's Kueue image; "" when neither tells (an image by
@@ -160,6 +164,18 @@ func FactsFromConfiguration(raw []byte, source string) (KueueFacts, error) {
 	}
 	for k, v := range cfg.FeatureGates {
 		f.FeatureGates[k] = v
+	}
+	// Fields of newer releases than the API types this library compiles
+	// against, read from the file itself.
+	var newer struct {
+		MultiKueue struct {
+			IncrementalDispatcherConfig struct {
+				StepSize int `json:"stepSize"`
+			} `json:"incrementalDispatcherConfig"`
+		} `json:"multiKueue"`
+	}
+	if err := yaml.Unmarshal(raw, &newer); err == nil {
+		f.IncrementalStepSize = newer.MultiKueue.IncrementalDispatcherConfig.StepSize
 	}
 	if cfg.MultiKueue.ClusterProfile != nil {
 		f.CredentialsProviders = slices.Clone(cfg.MultiKueue.ClusterProfile.CredentialsProviders)
