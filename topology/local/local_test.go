@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -18,7 +20,7 @@ import (
 	"k8s.io/client-go/discovery"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/yaml"
 
 	"github.com/multikueue-testkit/testkit/internal/assets"
 	"github.com/multikueue-testkit/testkit/internal/poll"
@@ -114,9 +116,9 @@ func TestTwoTopologiesAndLifecycle(t *testing.T) {
 	// b serves Kueue's v1beta1 too, runs its API servers with a memory
 	// limit and shares one etcd; a keeps the defaults (v1beta2 only, an etcd
 	// per cluster on a topology this small).
-	// Both run Kueue with the chart's controller concurrency: the gauge
-	// checkKueueConcurrency reads is process-wide.
-	lopts := []local.Options{{ChartConcurrency: true}, {ChartConcurrency: true, ServeKueueV1beta1: true, APIServerEnv: []string{"GOMEMLIMIT=512MiB"}, Etcd: local.EtcdShared}}
+	// Both run the Kueue binary, with the chart's controller concurrency
+	// (checkKueueConcurrency).
+	lopts := []local.Options{{}, {ServeKueueV1beta1: true, APIServerEnv: []string{"GOMEMLIMIT=512MiB"}, Etcd: local.EtcdShared}}
 	for i := range topos {
 		wg.Go(func() {
 			topos[i], errs[i] = local.New(ctx, topology.Options{Workers: 1}, lopts[i])
@@ -156,7 +158,9 @@ func TestTwoTopologiesAndLifecycle(t *testing.T) {
 	if n := processesNamed(bDir, "etcd"); n != 1 {
 		t.Errorf("b (Options.Etcd shared) runs %d etcd processes, want 1", n)
 	}
-	checkKueueConcurrency(t)
+	for _, topo := range topos {
+		checkKueueConcurrency(t, ctx, topo)
+	}
 
 	// b's clusters share an etcd and still see nothing of each other: the
 	// same name holds different data on each, and an object made on one is
@@ -238,37 +242,51 @@ func TestTwoTopologiesAndLifecycle(t *testing.T) {
 	closeAndCheck(b, bDir)
 }
 
-// checkKueueConcurrency checks that the in-process Kueues run their
-// Workload controllers with the concurrency that Kueue's own manager
-// configuration (and so the chart) sets, five in v0.17.0, not
-// controller-runtime's default of one. Kueue logs controller starts to
-// controller-runtime's global logger, so the figure comes from
-// controller-runtime's process-wide gauge of each controller's workers.
-func checkKueueConcurrency(t *testing.T) {
+// checkKueueConcurrency checks that every cluster's Kueue process runs
+// its Workload controllers (Kueue's and MultiKueue's) with the concurrency of the configuration the
+// cluster publishes, which is the chart's (controller.groupKindConcurrency
+// of Workload.kueue.x-k8s.io: 10 in v0.19.2), not controller-runtime's
+// default of one. The figure comes from what runs: controller-runtime's
+// "Starting workers" line in each Kueue's log.
+func checkKueueConcurrency(t *testing.T, ctx context.Context, topo *topology.Topology) {
 	t.Helper()
-	families, err := crmetrics.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := map[string]bool{"workload_controller": false, "multikueue_workload": false}
-	for _, f := range families {
-		if f.GetName() != "controller_runtime_max_concurrent_reconciles" {
-			continue
+	dir := topo.Provider().(*local.Provider).Dir()
+	for _, c := range topo.Clusters() {
+		var cm corev1.ConfigMap
+		if err := c.Client.Get(ctx, client.ObjectKey{Namespace: topo.Spec.Kueue.Namespace, Name: topology.KueueConfigMapName}, &cm); err != nil {
+			t.Fatalf("cluster %q: %v", c.Name, err)
 		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if _, ok := want[l.GetValue()]; ok && l.GetName() == "controller" {
-					want[l.GetValue()] = true
-					if n := m.GetGauge().GetValue(); n != 5 {
-						t.Errorf("Kueue's %s controller runs %v workers, want 5 (Kueue's controller_manager_config.yaml)", l.GetValue(), n)
-					}
+		var cfg struct {
+			Controller struct {
+				GroupKindConcurrency map[string]int `json:"groupKindConcurrency"`
+			} `json:"controller"`
+		}
+		if err := yaml.Unmarshal([]byte(cm.Data[topology.KueueConfigKey]), &cfg); err != nil {
+			t.Fatal(err)
+		}
+		want := cfg.Controller.GroupKindConcurrency["Workload.kueue.x-k8s.io"]
+		if want < 2 {
+			t.Fatalf("cluster %q: the published configuration sets Workload concurrency %d; the chart's is more", c.Name, want)
+		}
+		log, err := os.ReadFile(filepath.Join(dir, c.Name, "kueue.log"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Kueue names its reconcilers' loggers (Workload: workload-reconciler;
+		// MultiKueue's Workload: multikueue-workload).
+		for _, ctrl := range []string{"workload-reconciler", "multikueue-workload"} {
+			re := regexp.MustCompile(`"logger":"` + ctrl + `",.*"msg":"Starting workers".*"worker count":(\d+)`)
+			m := re.FindSubmatch(log)
+			if m == nil {
+				if ctrl == "multikueue-workload" && c.Role == topology.RoleWorker {
+					continue // MultiKueue's controllers run on the manager only
 				}
+				t.Errorf("cluster %q: kueue.log has no \"Starting workers\" line for %s", c.Name, ctrl)
+				continue
 			}
-		}
-	}
-	for name, seen := range want {
-		if !seen {
-			t.Errorf("controller-runtime reports no workers for Kueue's %s controller", name)
+			if got, _ := strconv.Atoi(string(m[1])); got != want {
+				t.Errorf("cluster %q: Kueue's %s runs %d workers, want %d (the chart's configuration)", c.Name, ctrl, got, want)
+			}
 		}
 	}
 }
