@@ -56,9 +56,22 @@ func (l *loadedChart) String() string {
 
 // load reads the chart from override when it is set, else from the module.
 func (s chartSource) load(ctx context.Context, override string) (*loadedChart, error) {
+	return s.loadVersion(ctx, override, "")
+}
+
+// loadVersion is load with the chart of module version at (the module
+// source of that release, fetched from the module proxy when missing) when
+// at is set and override is not.
+func (s chartSource) loadVersion(ctx context.Context, override, at string) (*loadedChart, error) {
 	path, version := override, ""
 	if path == "" {
-		root, err := modsrc.Dir(ctx, s.module)
+		var root string
+		var err error
+		if at != "" {
+			root, err = modsrc.DirAt(ctx, s.module, at)
+		} else {
+			root, err = modsrc.Dir(ctx, s.module)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("install: locating the %s chart: %w", s.name, err)
 		}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"time"
 
+	"golang.org/x/mod/semver"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation"
 	componentconfig "k8s.io/component-base/config/v1alpha1"
@@ -47,6 +48,13 @@ type KueueOptions struct {
 	// over. Unset fields keep Kueue's defaults (leaderElect true, the Lease
 	// c1f6bfd2.kueue.x-k8s.io); the chart's own durations are 15s, 10s, 2s.
 	LeaderElection *componentconfig.LeaderElectionConfiguration
+	// Version installs that Kueue release ("v0.18.4"): its chart from the
+	// release's module source (fetched from the Go module proxy when not in
+	// the module cache) and, unless Image says otherwise, its released
+	// image. Default: the Kueue module this library is built with. The
+	// installed version is what Topology.Facts.Version reads back (the
+	// Deployment image's tag).
+	Version string
 	// ChartDir loads the chart from this directory instead of charts/kueue
 	// in the pinned Kueue module.
 	ChartDir string
@@ -130,7 +138,10 @@ func planKueue(ctx context.Context, opts KueueOptions) (*kueuePlan, error) {
 			return nil, fmt.Errorf("install: KueueOptions.Values[%q]: set by this package (the manager configuration comes from Spec, the fullname is ReleaseName)", k)
 		}
 	}
-	ch, err := kueueChart().load(ctx, opts.ChartDir)
+	if opts.Version != "" && !semver.IsValid(opts.Version) {
+		return nil, fmt.Errorf("install: KueueOptions.Version: %q is not a release like v0.19.2", opts.Version)
+	}
+	ch, err := kueueChart().loadVersion(ctx, opts.ChartDir, opts.Version)
 	if err != nil {
 		return nil, err
 	}

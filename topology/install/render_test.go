@@ -347,3 +347,31 @@ func BenchmarkRenderKueue(b *testing.B) {
 		b.ReportMetric(float64(len(r.Objects)), "objects")
 	}
 }
+
+// TestRenderKueueVersion renders the chart of another Kueue release than
+// the library's own: the chart and the image are that release's, and the
+// version reads back from the Deployment as topology.ReadKueueFacts reads
+// it (the image's tag).
+func TestRenderKueueVersion(t *testing.T) {
+	ctx := context.Background()
+	opts, _ := renderCase(t)
+	opts.Version = "v0.19.2"
+	r, err := install.RenderKueue(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Chart != "kueue-0.19.2" {
+		t.Errorf("chart %s, want kueue-0.19.2", r.Chart)
+	}
+	d := &appsv1.Deployment{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(find(t, r.Objects, "Deployment", "kueue-controller-manager").Object, d); err != nil {
+		t.Fatal(err)
+	}
+	if img := d.Spec.Template.Spec.Containers[0].Image; img != "registry.k8s.io/kueue/kueue:v0.19.2" {
+		t.Errorf("image %s, want registry.k8s.io/kueue/kueue:v0.19.2", img)
+	}
+	opts.Version = "0.19"
+	if _, err := install.RenderKueue(ctx, opts); err == nil || !strings.Contains(err.Error(), "KueueOptions.Version") {
+		t.Errorf("a bad version: got %v, want an error naming KueueOptions.Version", err)
+	}
+}
