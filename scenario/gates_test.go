@@ -31,7 +31,8 @@ const gateEnv = "MKTK_TEST_GATE_WAIT_FOR_ADMITTED"
 var gateReport = regexp.MustCompile(`gate-report: spec=(true|false) kueue=(true|false) losers=(\d+) beforeAdmitted=(\d+) flippedFails=(true|false)`)
 
 // TestWaitForWorkloadAdmittedGate runs the LoserCleanup scenario with
-// MultiKueueWaitForWorkloadAdmitted on and off. Feature gates are
+// MultiKueueWaitForWorkloadAdmitted on and off, on the in-process Kueue
+// (v0.17.0, where the gate is Beta: from v0.18 it is GA and locked on). Feature gates are
 // process-global in Go, so each gate set runs in a process of its own: this
 // test re-executes its binary with -test.run for the child test and the gate
 // in $MKTK_TEST_GATE_WAIT_FOR_ADMITTED, and checks that both children pass
@@ -86,9 +87,11 @@ func TestWaitForWorkloadAdmittedGateChild(t *testing.T) {
 		t.Fatalf("%s=%q is not a boolean", gateEnv, v)
 	}
 	ctx := context.Background()
+	// In-process (the pinned v0.17.0): from v0.18 the gate is GA and locked
+	// on, so a Kueue binary of the default release refuses it off.
 	topo, env := startObserved(ctx, t, topology.Options{Workers: 2, Kueue: topology.KueueOptions{
 		FeatureGates: map[string]bool{assert.GateWaitForWorkloadAdmitted: on},
-	}}, local.Options{})
+	}}, local.Options{Kueue: local.KueueOptions{InProcess: true}})
 	res, _ := scenario.For(t, env).LoserCleanup(ctx, scenario.LoserCleanupOptions{
 		Dispatch:      scenario.DispatchOptions{Jobs: 3},
 		HoldAdmission: 3 * time.Second,
