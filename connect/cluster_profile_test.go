@@ -14,8 +14,8 @@ import (
 	"k8s.io/client-go/rest"
 	inventoryv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	"sigs.k8s.io/kueue/pkg/features"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/multikueue-testkit/testkit/assert"
 	"github.com/multikueue-testkit/testkit/connect"
@@ -65,9 +65,11 @@ func TestClusterProfileWithoutKueueNeeds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reason, why := "MultiKueueClusterProfileFeatureDisabled", "the gate is off in this process"
-	if features.Enabled(features.MultiKueueClusterProfile) {
-		reason, why = "BadClusterProfile", "the gate is on in this process, but this Kueue has no credentials provider"
+	// The manager's Kueue process runs with the gates its configuration
+	// says (Facts, read from the cluster).
+	reason, why := "MultiKueueClusterProfileFeatureDisabled", "the gate is off in the manager's Kueue"
+	if topo.Facts.FeatureGates[connect.ClusterProfileGate] {
+		reason, why = "BadClusterProfile", "the gate is on in the manager's Kueue, but it has no credentials provider"
 	}
 	t.Logf("expecting reason %s: %s", reason, why)
 	old := setClusterSource(ctx, t, topo, w.Name, src)
@@ -233,6 +235,10 @@ func TestClusterProfileKueueNeeds(t *testing.T) {
 	n, err := connect.ClusterProfile{PluginCommand: "/plugins/secretreader-plugin"}.KueueNeeds(context.Background())
 	if err != nil {
 		t.Fatal(err)
+	}
+	// connect.ClusterProfileGate is Kueue's own gate name.
+	if string(features.MultiKueueClusterProfile) != connect.ClusterProfileGate {
+		t.Errorf("ClusterProfileGate %q, Kueue's gate %q", connect.ClusterProfileGate, features.MultiKueueClusterProfile)
 	}
 	if !n.ClusterProfileCRD || !n.FeatureGates[string(features.MultiKueueClusterProfile)] || len(n.CredentialsProviders) != 1 {
 		t.Fatalf("needs = %+v", n)
