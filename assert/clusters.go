@@ -56,11 +56,20 @@ func (c *Checker) clusterState(ctx context.Context, assertion, name string, acti
 		return nil
 	}
 	evs, _ := c.Obs.History(observe.KindMultiKueueCluster, "", name)
+	problems := []string{err.Error()}
+	if active {
+		// Kueue v0.19 turns a cluster whose credentials the worker refuses
+		// Inactive (ClientConnectionFailed), v0.17 keeps it Active: either
+		// way, say what the worker makes of MultiKueue's credentials.
+		if cerr := c.clusterCredentialsError(ctx, name, &throttle[error]{}); cerr != nil && !strings.Contains(err.Error(), cerr.Error()) {
+			problems = append(problems, "cause: "+cerr.Error())
+		}
+	}
 	return c.fail(ctx, &Failure{
 		Assertion: assertion,
 		Object:    fmt.Sprintf("MultiKueueCluster %s on cluster %q", name, mgr),
 		Expected:  want,
-		Problems:  []string{err.Error()},
+		Problems:  problems,
 		Timeline:  c.timeline(evs),
 	})
 }

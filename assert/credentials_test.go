@@ -191,8 +191,10 @@ func TestHealthyCredentialsPass(t *testing.T) {
 }
 
 // TestSetupActiveCatchesATokenTheWorkerRejects gives MultiKueue a token of a
-// ServiceAccount that was deleted after the token was issued: Kueue keeps
-// the MultiKueueCluster Active, the worker refuses every request.
+// ServiceAccount that was deleted after the token was issued: the worker
+// refuses every request; Kueue v0.17 keeps the MultiKueueCluster Active,
+// v0.19 turns it Inactive (ClientConnectionFailed) within seconds. Either
+// way both failures name the refused token as the cause.
 func TestSetupActiveCatchesATokenTheWorkerRejects(t *testing.T) {
 	ctx := context.Background()
 	w := env.Topo.Workers[1]

@@ -213,6 +213,23 @@ func TestExactlyOnceAdmittedSaysTheWinnersJobIsNotMultiKueues(t *testing.T) {
 	own := ownJob(t, ctx, winner, "h5")
 	job := workload.NewJob("h5", "default").Queue("user-queue").Requests("1", "1Gi").RunFor(500 * time.Millisecond).Obj()
 	submit(t, ctx, job)
+	if kueueFixed(t, "v0.19.0", "MultiKueue deleting or replacing a worker's own Job of the manager Job's name (#11877: only MultiKueue's remote Jobs are deleted)") {
+		// Kueue v0.19.2 leaves the worker's Job alone and never places the
+		// workload while it is there (seen: no clusterName within a
+		// minute): ExactlyOnceAdmitted must fail for it, and nothing may
+		// touch the worker's Job, before or after the manager's goes.
+		wlName = workloadOf(t, ctx, job)
+		err := c.ExactlyOnceAdmitted(ctx, job)
+		mustFail(t, err, "ExactlyOnceAdmitted failed", wlName)
+		remove(t, ctx, job)
+		if err := sameJob(ctx, winner, own); err != nil {
+			t.Error(err)
+		}
+		if err := c.ForeignUntouched(ctx); err != nil {
+			t.Errorf("with the guard on: %v", err)
+		}
+		return
+	}
 	wl, on := placedOn(t, ctx, job)
 	wlName = wl.Name
 	if on != winner.Name {
