@@ -76,7 +76,11 @@ func runUp(ctx context.Context, workers int, stdout, stderr io.Writer) (err erro
 		}
 		paths = append(paths, p)
 	}
-	fmt.Fprintf(stdout, "# 1 manager + %d worker(s) Active in %s; kubeconfigs (admin, contexts named after the clusters):\n", workers, time.Since(start).Round(100*time.Millisecond))
+	kv := topo.Facts.Version
+	if kv == "" {
+		kv = "of unknown version"
+	}
+	fmt.Fprintf(stdout, "# 1 manager + %d worker(s) Active in %s, Kueue %s; kubeconfigs (admin, contexts named after the clusters):\n", workers, time.Since(start).Round(100*time.Millisecond), kv)
 	for i, c := range topo.Clusters() {
 		fmt.Fprintf(stdout, "#   %-10s %s\n", c.Name, paths[i])
 	}
