@@ -350,7 +350,7 @@ func TestNominationClearedCatchesAPartialAllAtOnceNomination(t *testing.T) {
 	last := env.Topo.Workers[1].Name
 	second := handPlaced(t, ctx, "hand-placed-2", last)
 	mustFail(t, checker(30*time.Second).DispatchedIncrementally(ctx, second),
-		"DispatchedIncrementally failed", `cluster "manager"`, "hand-placed-2", "round 1", "nominated ["+last+"]", "want the first 2 Active workers by name")
+		"DispatchedIncrementally failed", `cluster "manager"`, "hand-placed-2", "round 1", "nominated ["+last+"]", "want the first 2 Active workers")
 	_ = mgr.Client.Delete(ctx, second)
 	for _, o := range []client.Object{wl, lq, cq} {
 		_ = mgr.Client.Delete(ctx, o)
