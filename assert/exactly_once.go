@@ -48,6 +48,9 @@ func (c *Checker) ExactlyOnceAdmitted(ctx context.Context, job client.Object) er
 		wl, jobs := c.history(t)
 		cycles, _ := cyclesOf(wl, mgr)
 		if len(cycles) == 0 {
+			if err := neverPlaced(wl, mgr, t); err != nil {
+				return err
+			}
 			return fmt.Errorf("cluster %q: %s has no status.clusterName yet", mgr, t)
 		}
 		last := cycles[len(cycles)-1]

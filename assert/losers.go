@@ -40,6 +40,9 @@ func (c *Checker) LosersCleaned(ctx context.Context, job client.Object) error {
 		wl, jobs := c.history(t)
 		cycles, _ := cyclesOf(wl, c.Topo.Manager.Name)
 		if len(cycles) == 0 {
+			if err := neverPlaced(wl, c.Topo.Manager.Name, t); err != nil {
+				return err
+			}
 			return fmt.Errorf("%s has no clusterName yet", t)
 		}
 		anchorCycles(cycles, jobs)

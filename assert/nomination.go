@@ -9,6 +9,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/multikueue-testkit/testkit/internal/poll"
 	"github.com/multikueue-testkit/testkit/observe"
 	"github.com/multikueue-testkit/testkit/topology"
 )
@@ -135,8 +136,26 @@ func (c *Checker) waitPlaced(ctx context.Context, t target) error {
 	return pollHistory(ctx, c, fmt.Sprintf("cluster %q: %s to get a status.clusterName", mgr, t), func() error {
 		wl, _ := c.history(t)
 		if cy, _ := cyclesOf(wl, mgr); len(cy) == 0 {
+			if err := neverPlaced(wl, mgr, t); err != nil {
+				return err
+			}
 			return fmt.Errorf("no clusterName on %s yet", t)
 		}
 		return nil
 	})
+}
+
+// neverPlaced stops a wait for a placement that can no longer come: the
+// manager Workload finished or was deleted without ever getting a
+// status.clusterName (seen with Kueue v0.19.2 under load: its placement
+// patch lost an update conflict and the remote Job ran and finished with
+// the manager never recording where). nil while it may still come.
+func neverPlaced(wl []observe.Event, mgr string, t target) error {
+	for _, e := range wl {
+		if e.Cluster == mgr && (e.Type == observe.Finished || e.Type == observe.Deleted) {
+			return poll.Stop(fmt.Errorf("cluster %q: %s was %s at %s without ever getting a status.clusterName: MultiKueue never recorded which worker ran it",
+				mgr, t, strings.ToLower(string(e.Type)), e.Time.Format("15:04:05.000")))
+		}
+	}
+	return nil
 }

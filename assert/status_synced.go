@@ -35,6 +35,9 @@ func (c *Checker) StatusSynced(ctx context.Context, job client.Object) error {
 		wl, jobs := c.history(t)
 		cycles, _ := cyclesOf(wl, mgr)
 		if len(cycles) == 0 {
+			if err := neverPlaced(wl, mgr, t); err != nil {
+				return err
+			}
 			return fmt.Errorf("%s is not placed yet", t)
 		}
 		remote = cycles[len(cycles)-1].cluster
