@@ -37,16 +37,8 @@ func TestKueueBinaryDispatchesAJob(t *testing.T) {
 	}
 	defer topo.Close(ctx)
 
-	for _, name := range topo.Spec.AllClusterNames() {
-		log, err := os.ReadFile(filepath.Join(lp.Dir(), name, "kueue.log"))
-		if err != nil {
-			t.Fatalf("cluster %q: %v", name, err)
-		}
-		// cmd/kueue logs its version first: the binary is the one asked for.
-		if !strings.Contains(string(log), `"gitVersion":"`+version+`"`) {
-			t.Errorf("cluster %q: kueue.log does not say gitVersion %s", name, version)
-		}
-	}
+	// cmd/kueue logs its version first: the binary is the one asked for.
+	kueueLogsSay(t, lp, topo, `"gitVersion":"`+version+`"`)
 	if topo.Facts.Version != version {
 		t.Errorf("Topology.Facts.Version = %q, want %s (read from the cluster: %s)", topo.Facts.Version, version, topo.Facts.Source)
 	}
@@ -121,4 +113,20 @@ func TestJobSetBinaryWithKueueBinary(t *testing.T) {
 		a.Finished(ctx, o)
 	}
 	a.NoOrphans(ctx)
+}
+
+// kueueLogsSay checks that every cluster's Kueue log holds each of wants.
+func kueueLogsSay(t *testing.T, lp *local.Provider, topo *topology.Topology, wants ...string) {
+	t.Helper()
+	for _, name := range topo.Spec.AllClusterNames() {
+		log, err := os.ReadFile(filepath.Join(lp.Dir(), name, "kueue.log"))
+		if err != nil {
+			t.Fatalf("cluster %q: %v", name, err)
+		}
+		for _, want := range wants {
+			if !strings.Contains(string(log), want) {
+				t.Errorf("cluster %q: kueue.log lacks %q: not the Kueue build asked for", name, want)
+			}
+		}
+	}
 }

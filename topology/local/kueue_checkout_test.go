@@ -53,17 +53,7 @@ func TestKueueCheckoutRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer topo.Close(ctx)
-	for _, name := range topo.Spec.AllClusterNames() {
-		log, err := os.ReadFile(filepath.Join(lp.Dir(), name, "kueue.log"))
-		if err != nil {
-			t.Fatalf("cluster %q: %v", name, err)
-		}
-		for _, want := range []string{marker, `"gitVersion":"v0.19.99-checkout"`} {
-			if !strings.Contains(string(log), want) {
-				t.Errorf("cluster %q: kueue.log lacks %q: the checkout's build is not what runs", name, want)
-			}
-		}
-	}
+	kueueLogsSay(t, lp, topo, marker, `"gitVersion":"v0.19.99-checkout"`)
 	e, err := scenario.Observe(ctx, topo)
 	if err != nil {
 		t.Fatal(err)
