@@ -50,6 +50,26 @@ func finalState(ctx context.Context, t *testing.T, mgr *topology.Cluster, obj cl
 	return st
 }
 
+// endAsWanted waits for each job object to finish on the manager, checks
+// its outcome and summary against want (by name), and runs the
+// per-workload assertions on it.
+func endAsWanted(ctx context.Context, t *testing.T, mgr *topology.Cluster, a *assert.Asserter, objs []client.Object, want map[string]string) {
+	t.Helper()
+	for _, o := range objs {
+		st := finalState(ctx, t, mgr, o)
+		outcome := "Succeeded"
+		if st.Failed {
+			outcome = "Failed"
+		}
+		if got := outcome + " " + st.Summary; got != want[o.GetName()] {
+			t.Errorf("cluster %q: %T %s ended %q, want %q", mgr.Name, o, o.GetName(), got, want[o.GetName()])
+		}
+		a.ExactlyOnceAdmitted(ctx, o)
+		a.StatusSynced(ctx, o)
+		a.Finished(ctx, o)
+	}
+}
+
 // nothingLeft waits until no cluster has a Job, pod, RayCluster (where the
 // CRD is served) or Service (but the API server's own) left in namespace ns: the real garbage
 // collector collected what the job objects made.
@@ -135,19 +155,7 @@ func TestJobSetAndRayJobOnRealControllers(t *testing.T) {
 		"rj-fail": "Failed deployment=Failed job=FAILED",
 	}
 	a := assert.For(t, env.Check)
-	for _, o := range objs {
-		st := finalState(ctx, t, mgr, o)
-		outcome := "Succeeded"
-		if st.Failed {
-			outcome = "Failed"
-		}
-		if got := outcome + " " + st.Summary; got != want[o.GetName()] {
-			t.Errorf("cluster %q: %T %s ended %q, want %q", mgr.Name, o, o.GetName(), got, want[o.GetName()])
-		}
-		a.ExactlyOnceAdmitted(ctx, o)
-		a.StatusSynced(ctx, o)
-		a.Finished(ctx, o)
-	}
+	endAsWanted(ctx, t, mgr, a, objs, want)
 	t.Logf("4 job objects (2 JobSets, 2 RayJobs, 1 s runs) finished on the manager %s after creation", time.Since(start).Round(time.Millisecond))
 
 	rc := workload.NewRayCluster("rc", "default").Queue(lq).Requests("100m", "64Mi").WorkerReplicas(2).Obj()

@@ -99,19 +99,7 @@ func TestJobSetBinaryWithKueueBinary(t *testing.T) {
 		"js-fail": "Failed restarts=0 terminalState=Failed",
 	}
 	a := assert.For(t, e.Check)
-	for _, o := range objs {
-		st := finalState(ctx, t, topo.Manager, o)
-		outcome := "Succeeded"
-		if st.Failed {
-			outcome = "Failed"
-		}
-		if got := outcome + " " + st.Summary; got != want[o.GetName()] {
-			t.Errorf("JobSet %s ended %q, want %q", o.GetName(), got, want[o.GetName()])
-		}
-		a.ExactlyOnceAdmitted(ctx, o)
-		a.StatusSynced(ctx, o)
-		a.Finished(ctx, o)
-	}
+	endAsWanted(ctx, t, topo.Manager, a, objs, want)
 	a.NoOrphans(ctx)
 }
 
