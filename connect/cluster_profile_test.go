@@ -65,10 +65,10 @@ func TestClusterProfileWithoutKueueNeeds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The manager's Kueue process runs with the gates its configuration
-	// says (Facts, read from the cluster).
+	// A Kueue binary runs with the gates its configuration says (Facts,
+	// read from the cluster); the in-process Kueue with this process's.
 	reason, why := "MultiKueueClusterProfileFeatureDisabled", "the gate is off in the manager's Kueue"
-	if topo.Facts.FeatureGates[connect.ClusterProfileGate] {
+	if topo.Facts.FeatureGates[connect.ClusterProfileGate] || features.Enabled(features.MultiKueueClusterProfile) {
 		reason, why = "BadClusterProfile", "the gate is on in the manager's Kueue, but it has no credentials provider"
 	}
 	t.Logf("expecting reason %s: %s", reason, why)

@@ -80,13 +80,6 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	// This suite still runs the in-process Kueue (the pinned v0.17.0): on
-	// the Kueue v0.19.2 binary six of its tests fail, some on Kueue
-	// findings (a placement lost to an update conflict under a burst), some
-	// on expectations written for v0.17 (the External nominator's patches
-	// now conflict with Kueue's own writes). Their v0.19 expectations are
-	// the next step of the binary's introduction.
-	os.Setenv(local.EnvKueueInProcess, "1")
 	code := m.Run()
 	for _, s := range []*sharedEnv{mixed, resilient} {
 		s.close()

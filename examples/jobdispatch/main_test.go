@@ -42,7 +42,7 @@ func TestMain(m *testing.M) {
 	testenv.Finish(envfuncs.Teardown())
 	// Binaries first, where no test timeout counts their build.
 	if err := substrate.Prepare(context.Background()); err != nil {
-		fmt.Fprintln(os.Stderr, "examples: preparing the local topology's binaries:", err)
+		fmt.Fprintln(os.Stderr, "examples:", err)
 		os.Exit(1)
 	}
 	os.Exit(testenv.Run(m))

@@ -26,12 +26,15 @@ const EnvAssets = "KUBEBUILDER_ASSETS"
 // EnvCacheDir overrides the cache directory.
 const EnvCacheDir = "MKTK_ASSETS_DIR"
 
-// Default versions: Kubernetes v1.36.3, the release the Kueue releases
-// under test (v0.19.x) are built against, and the etcd that release pins in
-// its go.mod.
+// Default versions: Kubernetes v1.35.4, the minor the in-process Kueue
+// (v0.17.0, still the default) is built against, and the etcd that release
+// pins. v1.36.3 (etcd v3.6.8) is what Kueue v0.19 is built against, and
+// works with the Kueue binary; with the in-process v0.17.0 a full run of
+// the suite on it showed update conflicts that v1.35.4 never did, so it
+// becomes the default together with the Kueue binary.
 const (
-	DefaultKubernetesVersion = "v1.36.3"
-	DefaultEtcdVersion       = "v3.6.8"
+	DefaultKubernetesVersion = "v1.35.4"
+	DefaultEtcdVersion       = "v3.6.5"
 )
 
 // Binaries are absolute paths to the control-plane binaries.

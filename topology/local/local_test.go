@@ -118,7 +118,8 @@ func TestTwoTopologiesAndLifecycle(t *testing.T) {
 	// per cluster on a topology this small).
 	// Both run the Kueue binary, with the chart's controller concurrency
 	// (checkKueueConcurrency).
-	lopts := []local.Options{{}, {ServeKueueV1beta1: true, APIServerEnv: []string{"GOMEMLIMIT=512MiB"}, Etcd: local.EtcdShared}}
+	bin := local.KueueOptions{Version: local.DefaultKueueVersion}
+	lopts := []local.Options{{Kueue: bin}, {Kueue: bin, ServeKueueV1beta1: true, APIServerEnv: []string{"GOMEMLIMIT=512MiB"}, Etcd: local.EtcdShared}}
 	for i := range topos {
 		wg.Go(func() {
 			topos[i], errs[i] = local.New(ctx, topology.Options{Workers: 1}, lopts[i])

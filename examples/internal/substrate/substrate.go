@@ -8,10 +8,12 @@ package substrate
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/multikueue-testkit/testkit/topology"
 	"github.com/multikueue-testkit/testkit/topology/existing"
@@ -26,6 +28,13 @@ const EnvProvider = "MKTK_PROVIDER"
 // and the operators of integrations) before any test timeout runs: the
 // examples call it from TestMain, before m.Run. It does nothing when the
 // examples run on kind or on the clusters MKTK_KUBECONFIGS names.
+//
+// go test kills a test binary that runs longer than its -timeout plus a
+// minute, TestMain included, and a cold build of every binary takes longer
+// than go test's default 10 minutes on 2 cores. So when something is
+// missing and the binary's -timeout is shorter than ColdBuildBudget, Prepare
+// fails at once, saying how to build first, instead of being killed
+// halfway through the build.
 func Prepare(ctx context.Context, integrations ...string) error {
 	if _, attach, err := existing.FromEnv(); err != nil || attach {
 		return err
@@ -33,14 +42,41 @@ func Prepare(ctx context.Context, integrations ...string) error {
 	if p := strings.TrimSpace(os.Getenv(EnvProvider)); p != "" && p != "local" {
 		return nil
 	}
+	if local.EnsureBinaries(ctx, local.Options{Assets: local.AssetOptions{NoBuild: true}}, integrations...) == nil {
+		return nil // all cached
+	}
+	if t := testTimeout(); t > 0 && t < ColdBuildBudget {
+		return fmt.Errorf("the local topology's binaries (kube-apiserver, etcd, kube-controller-manager, Kueue) are not built yet; "+
+			"a cold build takes 15-25 minutes on 2 cores and go test kills a test binary after its -timeout (%s) plus a minute, TestMain included. "+
+			"Build them first, with no time limit: `go run github.com/multikueue-testkit/testkit/cmd/mktk assets` (then run the tests again), "+
+			"or run the tests with -timeout %s or more", t, ColdBuildBudget)
+	}
 	return local.EnsureBinaries(ctx, local.Options{}, integrations...)
 }
 
+// ColdBuildBudget is the -timeout a test binary needs to build every
+// binary from nothing on 2 cores, with room to run its tests.
+const ColdBuildBudget = 40 * time.Minute
+
+// testTimeout is the test binary's -test.timeout (0: none, or not a test
+// binary). It parses the command line, which TestMain may do.
+func testTimeout() time.Duration {
+	if !flag.Parsed() {
+		flag.Parse()
+	}
+	f := flag.Lookup("test.timeout")
+	if f == nil {
+		return 0
+	}
+	d, _ := time.ParseDuration(f.Value.String())
+	return d
+}
+
 // Main is TestMain for the examples: Prepare, then the tests. A build that
-// fails ends the run with its error.
+// fails, or cannot fit the test timeout, ends the run with its error.
 func Main(m interface{ Run() int }) int {
 	if err := Prepare(context.Background()); err != nil {
-		fmt.Fprintln(os.Stderr, "examples: preparing the local topology's binaries:", err)
+		fmt.Fprintln(os.Stderr, "examples:", err)
 		return 1
 	}
 	return m.Run()
