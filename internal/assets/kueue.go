@@ -143,7 +143,7 @@ func EnsureKueue(ctx context.Context, opts Options, k KueueOptions) (Kueue, erro
 	}
 	switch {
 	case k.Binary != "":
-		return prebuiltKueue(ctx, k)
+		return prebuiltKueue(ctx, o, k)
 	case k.Source != "":
 		return buildKueueCheckout(ctx, o, k)
 	}
@@ -379,7 +379,7 @@ func kueueOverlay(srcDir, work string) (string, error) {
 // prebuiltKueue takes the binary k.Binary; its version is k.Version, else
 // what its build info says (the sigs.k8s.io/kueue module it was built
 // from).
-func prebuiltKueue(ctx context.Context, k KueueOptions) (Kueue, error) {
+func prebuiltKueue(ctx context.Context, o Options, k KueueOptions) (Kueue, error) {
 	p, err := filepath.Abs(k.Binary)
 	if err != nil {
 		return Kueue{}, err
@@ -394,7 +394,7 @@ func prebuiltKueue(ctx context.Context, k KueueOptions) (Kueue, error) {
 	if version == "" {
 		return Kueue{}, fmt.Errorf("assets: Kueue Binary %s: its build info names no Kueue release; set %s (or KueueOptions.Version) to the version it is, so that its chart and CRDs can be found", p, EnvKueueVersion)
 	}
-	src, err := moduleDir(ctx, Options{GoBinary: "go"}, KueueModule, version)
+	src, err := moduleDir(ctx, o, KueueModule, version)
 	if err != nil {
 		return Kueue{}, fmt.Errorf("assets: Kueue Binary %s is version %s, whose sources (chart, CRDs) could not be fetched: %w", p, version, err)
 	}

@@ -20,9 +20,18 @@ import (
 // deploys, on loopback. On the manager its controller leaves MultiKueue's
 // JobSets (spec.managedBy) alone.
 
-// jobSetVersion is the JobSet the Kueue binary requires.
-func jobSetVersion(kb *binaryKueue) (string, error) {
-	return kb.bin.RequiredVersion(assets.JobSetOperator().Module)
+// ensureJobSet finds or builds the JobSet controller binary at the version
+// the Kueue binary bin requires in its go.mod.
+func ensureJobSet(ctx context.Context, ao assets.Options, bin assets.Kueue) (assets.Operator, error) {
+	v, err := bin.RequiredVersion(assets.JobSetOperator().Module)
+	if err != nil {
+		return assets.Operator{}, err
+	}
+	js, err := assets.EnsureOperator(ctx, ao, assets.JobSetOperator(), v)
+	if err != nil {
+		return assets.Operator{}, fmt.Errorf("local: %w", err)
+	}
+	return js, nil
 }
 
 // startJobSetBinary starts cluster c's JobSet controller binary and

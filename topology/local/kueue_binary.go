@@ -235,12 +235,8 @@ func EnsureBinaries(ctx context.Context, o Options, integrations ...string) erro
 		return fmt.Errorf("local: %w", err)
 	}
 	if slices.Contains(integrations, topology.IntegrationJobSet) {
-		v, err := bin.RequiredVersion(assets.JobSetOperator().Module)
-		if err != nil {
+		if _, err := ensureJobSet(ctx, ao, bin); err != nil {
 			return err
-		}
-		if _, err := assets.EnsureOperator(ctx, ao, assets.JobSetOperator(), v); err != nil {
-			return fmt.Errorf("local: %w", err)
 		}
 	}
 	return nil

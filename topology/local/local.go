@@ -385,12 +385,8 @@ func (p *Provider) Provision(ctx context.Context, spec topology.Spec) (*topology
 		}
 		roots.kueue = kb.bin.SourceDir
 		if slices.Contains(spec.Kueue.Integrations, topology.IntegrationJobSet) {
-			v, err := jobSetVersion(kb)
-			if err != nil {
+			if kb.jobSet, err = ensureJobSet(ctx, p.opts.Assets.internal(), kb.bin); err != nil {
 				return nil, nil, err
-			}
-			if kb.jobSet, err = assets.EnsureOperator(ctx, p.opts.Assets.internal(), assets.JobSetOperator(), v); err != nil {
-				return nil, nil, fmt.Errorf("local: %w", err)
 			}
 			roots.jobSet = kb.jobSet.SourceDir
 		}
