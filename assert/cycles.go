@@ -18,6 +18,9 @@ type cycle struct {
 	cluster string
 	start   time.Time
 	end     time.Time // zero while open
+	// inferred: the manager never named the worker; the cycle was read
+	// from the workers (see placements).
+	inferred bool
 }
 
 func (c cycle) contains(t time.Time, skew time.Duration) bool {
@@ -58,6 +61,65 @@ func cyclesOf(events []observe.Event, manager string) ([]cycle, []string) {
 		}
 	}
 	return out, problems
+}
+
+// placements returns the admission cycles of a workload's history: those
+// the manager's status.clusterName records (cyclesOf), anchored to the remote
+// jobs (anchorCycles); or, when the manager Workload finished or was deleted
+// without ever naming a worker, one inferred cycle read from the workers:
+// from the creation of the first MultiKueue remote job (else the first
+// remote copy's admission) to the manager's end. Kueue v0.19.2 does that to
+// short jobs under load: MultiKueue's patch that sets clusterName loses an
+// update conflict (or waits in the queue), the remote job finishes, and the
+// next reconcile takes the "remote finished" branch, which finishes the
+// manager Workload without recording the placement. The exactly-once, loser
+// and status checks then judge what the workers did; PlacementRecorded
+// judges the missing record.
+func placements(wl, jobs []observe.Event, manager string) ([]cycle, []string) {
+	cycles, problems := cyclesOf(wl, manager)
+	if len(cycles) > 0 {
+		anchorCycles(cycles, jobs)
+		return cycles, problems
+	}
+	end, ok := endedUnplaced(wl, manager)
+	if !ok {
+		return nil, problems
+	}
+	first := func(events []observe.Event, typ observe.Type) *observe.Event {
+		for i, e := range events {
+			if e.Cluster != manager && e.Type == typ && !e.Time.After(end) {
+				return &events[i]
+			}
+		}
+		return nil
+	}
+	e := first(jobs, observe.Created)
+	if e == nil {
+		e = first(wl, observe.Admitted)
+	}
+	if e == nil {
+		return nil, problems
+	}
+	return []cycle{{cluster: e.Cluster, start: e.Time, end: end, inferred: true}}, problems
+}
+
+// endedUnplaced returns when the manager Workload finished or was deleted,
+// if it did so without a status.clusterName ever recorded.
+func endedUnplaced(wl []observe.Event, manager string) (time.Time, bool) {
+	for _, e := range wl {
+		if e.Cluster != manager {
+			continue
+		}
+		switch e.Type {
+		case observe.ClusterNameSet:
+			if e.ClusterName() != "" {
+				return time.Time{}, false
+			}
+		case observe.Finished, observe.Deleted:
+			return e.Time, true
+		}
+	}
+	return time.Time{}, false
 }
 
 // anchorCycles moves each cycle's start back to the moment the remote job

@@ -46,7 +46,7 @@ func (c *Checker) ExactlyOnceAdmitted(ctx context.Context, job client.Object) er
 	mgr := c.Topo.Manager.Name
 	waitErr := poll.Until(ctx, c.timeout(), fmt.Sprintf("cluster %q: %s to be placed on a worker with its remote Job", mgr, t), func(context.Context) error {
 		wl, jobs := c.history(t)
-		cycles, _ := cyclesOf(wl, mgr)
+		cycles, _ := placements(wl, jobs, mgr)
 		if len(cycles) == 0 {
 			if err := neverPlaced(wl, mgr, t); err != nil {
 				return err
@@ -60,8 +60,7 @@ func (c *Checker) ExactlyOnceAdmitted(ctx context.Context, job client.Object) er
 		return nil
 	})
 	wl, jobs := c.history(t)
-	cycles, problems := cyclesOf(wl, mgr)
-	anchorCycles(cycles, jobs)
+	cycles, problems := placements(wl, jobs, mgr)
 	if waitErr != nil {
 		problems = append(problems, waitErr.Error())
 	}

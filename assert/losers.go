@@ -38,22 +38,20 @@ func (c *Checker) LosersCleaned(ctx context.Context, job client.Object) error {
 	}
 	waitErr := pollHistory(ctx, c, fmt.Sprintf("the losing copies of %s to be deleted", t), func() error {
 		wl, jobs := c.history(t)
-		cycles, _ := cyclesOf(wl, c.Topo.Manager.Name)
+		cycles, _ := placements(wl, jobs, c.Topo.Manager.Name)
 		if len(cycles) == 0 {
 			if err := neverPlaced(wl, c.Topo.Manager.Name, t); err != nil {
 				return err
 			}
 			return fmt.Errorf("%s has no clusterName yet", t)
 		}
-		anchorCycles(cycles, jobs)
 		if kept := c.keptLosers(wl, cycles[len(cycles)-1]); len(kept) > 0 {
 			return fmt.Errorf("copies still on %v", kept)
 		}
 		return nil
 	})
 	wl, jobs := c.history(t)
-	cycles, problems := cyclesOf(wl, c.Topo.Manager.Name)
-	anchorCycles(cycles, jobs)
+	cycles, problems := placements(wl, jobs, c.Topo.Manager.Name)
 	t0 := firstTime(wl, jobs)
 	mark, markName := observe.Admitted, "Admitted"
 	if !c.waitForAdmitted() {

@@ -28,3 +28,32 @@ func TestNeverPlacedStopsTheWait(t *testing.T) {
 		t.Fatalf("finished without a clusterName: got %v", err)
 	}
 }
+
+// A manager Workload that ended without a clusterName, while one worker
+// created the remote Job and ran it, was placed there: placements reads the
+// cycle from the workers. Recorded placements are left as they are.
+func TestPlacementsInferAnUnrecordedPlacement(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 11, 54, 36, 0, time.UTC)
+	wl := []observe.Event{
+		{Cluster: "manager", Kind: observe.KindWorkload, Type: observe.Created, Time: t0},
+		{Cluster: "worker-1", Kind: observe.KindWorkload, Type: observe.Admitted, Time: t0.Add(300 * time.Millisecond)},
+		{Cluster: "worker-2", Kind: observe.KindWorkload, Type: observe.Admitted, Time: t0.Add(400 * time.Millisecond)},
+		{Cluster: "manager", Kind: observe.KindWorkload, Type: observe.Finished, Time: t0.Add(3 * time.Second)},
+	}
+	jobs := []observe.Event{
+		{Cluster: "manager", Kind: observe.KindJob, Type: observe.Created, Time: t0},
+		{Cluster: "worker-2", Kind: observe.KindJob, Type: observe.Created, Time: t0.Add(500 * time.Millisecond)},
+	}
+	cy, _ := placements(wl, jobs, "manager")
+	if len(cy) != 1 || cy[0].cluster != "worker-2" || !cy[0].inferred || !cy[0].start.Equal(t0.Add(500*time.Millisecond)) || !cy[0].end.Equal(t0.Add(3*time.Second)) {
+		t.Fatalf("want one inferred cycle on worker-2 from +500ms to +3s, got %+v", cy)
+	}
+	if cy, _ := placements(wl[:3], jobs, "manager"); len(cy) != 0 {
+		t.Fatalf("a Workload still pending has no inferred placement, got %+v", cy)
+	}
+	recorded := append([]observe.Event{}, wl[:3]...)
+	recorded = append(recorded, observe.Event{Cluster: "manager", Kind: observe.KindWorkload, Type: observe.ClusterNameSet, Time: t0.Add(time.Second), Values: []string{"worker-2"}}, wl[3])
+	if cy, _ := placements(recorded, jobs, "manager"); len(cy) != 1 || cy[0].inferred {
+		t.Fatalf("a recorded placement is not inferred, got %+v", cy)
+	}
+}

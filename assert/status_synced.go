@@ -33,7 +33,7 @@ func (c *Checker) StatusSynced(ctx context.Context, job client.Object) error {
 	var remote string
 	waitErr := pollHistory(ctx, c, fmt.Sprintf("the manager %s to show the remote one's final state", t.jobRef()), func() error {
 		wl, jobs := c.history(t)
-		cycles, _ := cyclesOf(wl, mgr)
+		cycles, _ := placements(wl, jobs, mgr)
 		if len(cycles) == 0 {
 			if err := neverPlaced(wl, mgr, t); err != nil {
 				return err

@@ -82,6 +82,12 @@ func (a *Asserter) NominationCleared(ctx context.Context, job client.Object) boo
 	return a.report(a.c.NominationCleared(ctx, job))
 }
 
+// PlacementRecorded reports Checker.PlacementRecorded.
+func (a *Asserter) PlacementRecorded(ctx context.Context, job client.Object) bool {
+	a.h.Helper()
+	return a.report(a.c.PlacementRecorded(ctx, job))
+}
+
 // Finished reports Checker.Finished.
 func (a *Asserter) Finished(ctx context.Context, job client.Object) bool {
 	a.h.Helper()

@@ -13,6 +13,7 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -186,6 +187,7 @@ func TestHealthyRunPassesEveryAssertion(t *testing.T) {
 	a.QuotaRespected(ctx)
 	a.DispatchedIncrementally(ctx, job) // AllAtOnce with 2 workers is one round of <= 3, in name order
 	a.Finished(ctx, job)
+	a.PlacementRecorded(ctx, job)
 	a.NoOrphans(ctx)
 	for _, w := range env.Topo.Workers {
 		a.ClusterActive(ctx, w.Name)
@@ -634,6 +636,112 @@ func TestStatusSyncedCatchesKueueDroppingTheFinalStatus(t *testing.T) {
 	lift()
 	if err := checker(10*time.Second).StatusSynced(ctx, job); err == nil {
 		t.Fatal("the final status arrived once the hold was lifted: only a delay, not a loss")
+	}
+}
+
+// TestPlacementRecordedCatchesAnUnrecordedPlacement keeps MultiKueue from
+// recording the placement for real: a ValidatingAdmissionPolicy on the
+// manager denies every status write of the Workload that sets
+// status.clusterName, as a lost update conflict does for one write. The
+// remote Job runs and finishes (MultiKueue creates it before that write),
+// the manager Workload finishes from the remote one; PlacementRecorded names
+// the worker it ran on, and the workers' checks judge the run itself.
+func TestPlacementRecordedCatchesAnUnrecordedPlacement(t *testing.T) {
+	ctx := context.Background()
+	mgr := env.Topo.Manager
+	const prefix = "job-unrecorded-"
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "testkit-deny-clustername"},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{kueue.GroupVersion.Group}, APIVersions: []string{"*"}, Resources: []string{"workloads/status"}},
+				},
+			}}},
+			MatchConditions: []admissionregistrationv1.MatchCondition{{
+				Name: "unrecorded", Expression: fmt.Sprintf("object.metadata.name.startsWith(%q)", prefix),
+			}},
+			Validations: []admissionregistrationv1.Validation{{
+				Expression: "!has(object.status.clusterName)",
+				Message:    "the test keeps this Workload's placement unrecorded",
+			}},
+		},
+	}
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "testkit-deny-clustername"},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName:        policy.Name,
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+		},
+	}
+	for _, o := range []client.Object{policy, binding} {
+		if err := mgr.Client.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer func() {
+		_ = mgr.Client.Delete(ctx, binding)
+		_ = mgr.Client.Delete(ctx, policy)
+	}()
+
+	// The API server enforces a new policy once its informer has it: probe
+	// with a dry-run status write on a Workload no queue takes.
+	probe := &kueue.Workload{
+		ObjectMeta: metav1.ObjectMeta{Name: prefix + "probe", Namespace: "default"},
+		Spec: kueue.WorkloadSpec{PodSets: []kueue.PodSet{{Name: "main", Count: 1, Template: corev1.PodTemplateSpec{
+			Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "c", Image: "pause"}}},
+		}}}},
+	}
+	if err := mgr.Client.Create(ctx, probe); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = mgr.Client.Delete(ctx, probe) }()
+	err := poll.Until(ctx, 30*time.Second, fmt.Sprintf("cluster %q: the policy to deny a clusterName on Workload default/%s", mgr.Name, probe.Name), func(ctx context.Context) error {
+		p := probe.DeepCopy()
+		if err := mgr.Client.Get(ctx, client.ObjectKeyFromObject(probe), p); err != nil {
+			return err
+		}
+		p.Status.ClusterName = ptr.To(env.Topo.Workers[0].Name)
+		err := mgr.Client.Status().Update(ctx, p, client.DryRunAll)
+		if err != nil && strings.Contains(err.Error(), "placement unrecorded") {
+			return nil
+		}
+		return fmt.Errorf("not enforced yet (update: %v)", err)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	c := checker(time.Minute)
+	c.Since = time.Now()
+	job := workload.NewJob("unrecorded", "default").Queue("user-queue").Requests("1", "1Gi").RunFor(500 * time.Millisecond).Obj()
+	submit(t, ctx, job)
+	var ranOn string
+	err = poll.Until(ctx, time.Minute, "the remote Job default/unrecorded to succeed on a worker", func(context.Context) error {
+		evs, _ := env.Obs.History(observe.KindJob, job.Namespace, job.Name)
+		for _, e := range evs {
+			if e.Cluster != mgr.Name && e.Type == observe.JobSucceeded {
+				ranOn = e.Cluster
+				return nil
+			}
+		}
+		return errors.New("not yet")
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Finished(ctx, job); err != nil {
+		t.Fatalf("the manager Workload should finish from the remote one: %v", err)
+	}
+	mustFail(t, c.PlacementRecorded(ctx, job), "PlacementRecorded failed", `cluster "manager"`, "without a status.clusterName", `ran on "`+ranOn+`"`)
+	// The run itself was right: exactly one worker ran it and lost copies went.
+	if err := c.ExactlyOnceAdmitted(ctx, job); err != nil {
+		t.Errorf("ExactlyOnceAdmitted judges the workers, which ran it once: %v", err)
+	}
+	if err := c.LosersCleaned(ctx, job); err != nil {
+		t.Errorf("LosersCleaned: %v", err)
 	}
 }
 
