@@ -34,8 +34,11 @@ func (c *Checker) NominationCleared(ctx context.Context, job client.Object) erro
 	}
 	mgr := c.Topo.Manager.Name
 	waitErr := c.waitPlaced(ctx, t)
-	wl, _ := c.history(t)
+	wl, jobs := c.history(t)
 	cycles, problems := cyclesOf(wl, mgr)
+	if len(cycles) == 0 {
+		cycles, _ = placements(wl, jobs, mgr) // the placement the manager never recorded
+	}
 	if waitErr != nil {
 		problems = append(problems, waitErr.Error())
 	}
@@ -46,6 +49,7 @@ func (c *Checker) NominationCleared(ctx context.Context, job client.Object) erro
 		values []string
 	}
 	pendingSeen := map[int]firstNomination{} // cycle index -> first non-empty nomination before it
+	stale := false                           // nominations seen together with a clusterName
 	cur := 0
 	for _, e := range wl {
 		if e.Cluster != mgr {
@@ -62,7 +66,8 @@ func (c *Checker) NominationCleared(ctx context.Context, job client.Object) erro
 			if len(nominated) == 0 {
 				continue
 			}
-			if inCycle {
+			if inCycle && !cycles[cur].inferred {
+				stale = true
 				problems = append(problems, fmt.Sprintf("cluster %q: nominatedClusterNames became [%s] at %s while clusterName was %q",
 					mgr, strings.Join(nominated, ","), rel(e.Time, t0), cycles[cur].cluster))
 			} else if _, ok := pendingSeen[cur]; !ok {
@@ -70,6 +75,7 @@ func (c *Checker) NominationCleared(ctx context.Context, job client.Object) erro
 			}
 		case observe.ClusterNameSet:
 			if e.ClusterName() != "" && len(nominated) > 0 {
+				stale = true
 				problems = append(problems, fmt.Sprintf("cluster %q: clusterName was set to %q at %s while nominatedClusterNames was still [%s]",
 					mgr, e.Values[0], rel(e.Time, t0), strings.Join(nominated, ",")))
 			}
@@ -94,6 +100,19 @@ func (c *Checker) NominationCleared(ctx context.Context, job client.Object) erro
 	}
 	if len(problems) == 0 {
 		return nil
+	}
+	if stale && c.Topo.Facts.NominationPolicyNote != "" {
+		// Who could have cleared them: Kueue's own write, and from v0.19.2
+		// the chart's MutatingAdmissionPolicy where it is installed.
+		f := c.Topo.Facts
+		switch {
+		case f.NominationPolicy != "":
+			problems = append(problems, fmt.Sprintf("cluster %q: MutatingAdmissionPolicy %s, which clears nominations on admission and eviction, is installed and they stayed", mgr, f.NominationPolicy))
+		case f.NominationPolicyRead:
+			problems = append(problems, fmt.Sprintf("cluster %q: only Kueue's placement write clears nominations here (%s; Kueue v0.19.2's chart installs one with enableMutatingAdmissionPolicy)", mgr, f.NominationPolicyNote))
+		default:
+			problems = append(problems, fmt.Sprintf("cluster %q: whether a policy clears nominations is unknown (%s)", mgr, f.NominationPolicyNote))
+		}
 	}
 	return c.fail(ctx, &Failure{
 		Assertion: "NominationCleared",
@@ -130,12 +149,13 @@ func (c *Checker) activeWorkersAt(t time.Time) []string {
 	return out
 }
 
-// waitPlaced waits until the manager Workload of t has a clusterName.
+// waitPlaced waits until the manager Workload of t has a clusterName, or
+// ended with a placement that placements infers from the workers.
 func (c *Checker) waitPlaced(ctx context.Context, t target) error {
 	mgr := c.Topo.Manager.Name
 	return pollHistory(ctx, c, fmt.Sprintf("cluster %q: %s to get a status.clusterName", mgr, t), func() error {
-		wl, _ := c.history(t)
-		if cy, _ := cyclesOf(wl, mgr); len(cy) == 0 {
+		wl, jobs := c.history(t)
+		if cy, _ := placements(wl, jobs, mgr); len(cy) == 0 {
 			if err := neverPlaced(wl, mgr, t); err != nil {
 				return err
 			}
@@ -147,15 +167,13 @@ func (c *Checker) waitPlaced(ctx context.Context, t target) error {
 
 // neverPlaced stops a wait for a placement that can no longer come: the
 // manager Workload finished or was deleted without ever getting a
-// status.clusterName (seen with Kueue v0.19.2 under load: its placement
-// patch lost an update conflict and the remote Job ran and finished with
-// the manager never recording where). nil while it may still come.
+// status.clusterName and no worker got a remote job or an admitted copy
+// either (placements infers the placement when one did). nil while it may
+// still come.
 func neverPlaced(wl []observe.Event, mgr string, t target) error {
-	for _, e := range wl {
-		if e.Cluster == mgr && (e.Type == observe.Finished || e.Type == observe.Deleted) {
-			return poll.Stop(fmt.Errorf("cluster %q: %s was %s at %s without ever getting a status.clusterName: MultiKueue never recorded which worker ran it",
-				mgr, t, strings.ToLower(string(e.Type)), e.Time.Format("15:04:05.000")))
-		}
+	if end, ok := endedUnplaced(wl, mgr); ok {
+		return poll.Stop(fmt.Errorf("cluster %q: %s ended at %s without ever getting a status.clusterName, and no worker got a remote job or admitted a copy",
+			mgr, t, end.Format("15:04:05.000")))
 	}
 	return nil
 }

@@ -13,6 +13,9 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	configapi "sigs.k8s.io/kueue/apis/config/v1beta2"
@@ -62,6 +65,17 @@ type KueueFacts struct {
 	// digest, Kueue run another way): rules that differ by version then say
 	// which one they assumed.
 	Version string
+	// NominationPolicy is the MutatingAdmissionPolicy that clears
+	// status.nominatedClusterNames when a Workload is admitted or evicted
+	// (Kueue v0.19.2's chart installs "<release>-clear-nominated-cluster-names"
+	// with enableMutatingAdmissionPolicy, off by default; #14643); "" when the
+	// cluster has none. NominationPolicyRead is false when the policies
+	// could not be listed (no permission); NominationPolicyNote says what
+	// was found ("admissionregistration.k8s.io/v1 MutatingAdmissionPolicy
+	// not served", ...).
+	NominationPolicy     string
+	NominationPolicyRead bool
+	NominationPolicyNote string
 	// Source says where the facts were read, for reports: "ConfigMap
 	// kueue-system/kueue-manager-config (Deployment
 	// kueue-system/kueue-controller-manager)".
@@ -118,7 +132,32 @@ func ReadKueueFacts(ctx context.Context, c *Cluster, namespace string) (KueueFac
 	if f.Version == "" {
 		f.Version = imageTag(image)
 	}
+	f.NominationPolicy, f.NominationPolicyRead, f.NominationPolicyNote = nominationPolicy(ctx, c)
 	return f, nil
+}
+
+// nominationPolicySuffix ends the name Kueue's chart gives its
+// MutatingAdmissionPolicy that clears status.nominatedClusterNames.
+const nominationPolicySuffix = "-clear-nominated-cluster-names"
+
+// nominationPolicy finds, on c, the MutatingAdmissionPolicy that clears
+// nominations (NominationPolicy).
+func nominationPolicy(ctx context.Context, c *Cluster) (name string, read bool, note string) {
+	l := &unstructured.UnstructuredList{}
+	l.SetGroupVersionKind(schema.GroupVersionKind{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "MutatingAdmissionPolicyList"})
+	err := c.Client.List(ctx, l)
+	switch {
+	case apimeta.IsNoMatchError(err) || apierrors.IsNotFound(err):
+		return "", true, "admissionregistration.k8s.io/v1 MutatingAdmissionPolicy not served"
+	case err != nil:
+		return "", false, fmt.Sprintf("MutatingAdmissionPolicies not listed: %v", err)
+	}
+	for _, p := range l.Items {
+		if strings.HasSuffix(p.GetName(), nominationPolicySuffix) {
+			return p.GetName(), true, "MutatingAdmissionPolicy " + p.GetName()
+		}
+	}
+	return "", true, "no MutatingAdmissionPolicy *" + nominationPolicySuffix
 }
 
 // VersionAtLeast reports whether the Kueue the cluster runs is release v

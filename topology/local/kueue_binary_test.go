@@ -42,6 +42,12 @@ func TestKueueBinaryDispatchesAJob(t *testing.T) {
 	if topo.Facts.Version != version {
 		t.Errorf("Topology.Facts.Version = %q, want %s (read from the cluster: %s)", topo.Facts.Version, version, topo.Facts.Source)
 	}
+	// The chart installs no nomination-clearing policy by default, and the
+	// local topology runs the chart's defaults: the fact says so, read
+	// from an API server (v1.36) that serves the kind.
+	if f := topo.Facts; !f.NominationPolicyRead || f.NominationPolicy != "" || !strings.Contains(f.NominationPolicyNote, "no MutatingAdmissionPolicy") {
+		t.Errorf("nomination policy fact: read %t, policy %q, note %q; want read, none, and a note saying none is installed", f.NominationPolicyRead, f.NominationPolicy, f.NominationPolicyNote)
+	}
 	e, err := scenario.Observe(ctx, topo)
 	if err != nil {
 		t.Fatal(err)
