@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -60,6 +61,11 @@ type ExternalResult struct {
 	// Nominated maps each Workload ("default/job-a-1b2c3") to the
 	// nominations the scenario's nominator wrote, in order.
 	Nominated map[string][][]string
+	// Conflicts counts the nominations the API server refused because the
+	// nominator's cached Workload was stale (Kueue had written it since);
+	// the nominator wrote them again from a fresh read, as a controller
+	// requeues.
+	Conflicts int
 }
 
 // External is the External-dispatcher scenario, on a topology whose manager
@@ -119,6 +125,7 @@ func External(ctx context.Context, env *Env, o ExternalOptions) (ExternalResult,
 	for k, v := range n.wrote {
 		res.Nominated[k.String()] = v
 	}
+	res.Conflicts = n.conflicts
 	n.mu.Unlock()
 	for _, ob := range objs {
 		errs = append(errs, r.nominatedByUs(ctx, ob, n))
@@ -144,8 +151,9 @@ type nominator struct {
 	wrote map[client.ObjectKey][][]string
 	// sent is when the last nomination of a Workload was sent, until the
 	// Observer records it (the cache may still show the Workload pending).
-	sent map[client.ObjectKey]time.Time
-	errs []error
+	sent      map[client.ObjectKey]time.Time
+	conflicts int
+	errs      []error
 }
 
 func (n *nominator) inTurn(_ *kueue.Workload, active []string) []string {
@@ -194,6 +202,15 @@ func (n *nominator) once(ctx context.Context) {
 			}
 			sent := time.Now()
 			if err := n.nominate(ctx, wl, pick); err != nil {
+				if apierrors.IsConflict(err) {
+					// The cached Workload was stale (Kueue wrote it
+					// meanwhile): nominate again from the next read, as a
+					// controller requeues.
+					n.mu.Lock()
+					n.conflicts++
+					n.mu.Unlock()
+					continue
+				}
 				if ctx.Err() == nil {
 					n.mu.Lock()
 					n.errs = append(n.errs, r.errorf("nominator: cluster %q: patch Workload %s/%s status.nominatedClusterNames=[%s]: %w",

@@ -270,20 +270,53 @@ func (r *run) outcome(o client.Object) observe.Type {
 }
 
 // placement returns the worker each object's Workload was last placed on,
-// from the manager's recorded status.clusterName ("" when never placed).
-func (r *run) placement(ctx context.Context, o client.Object) (string, error) {
+// from the manager's recorded status.clusterName; when the manager never
+// recorded one, the worker that got MultiKueue's remote copy of the job
+// object, with recorded false (see assert.Checker.PlacementRecorded); ""
+// when neither.
+func (r *run) placement(ctx context.Context, o client.Object) (worker string, recorded bool, err error) {
 	key, err := r.workloadKey(ctx, o)
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
+	mgr := r.env.Topo.Manager.Name
 	evs, _ := r.env.Obs.History(observe.KindWorkload, key.Namespace, key.Name)
-	last := ""
 	for _, e := range evs {
-		if e.Cluster == r.env.Topo.Manager.Name && e.ClusterName() != "" {
-			last = e.Values[0]
+		if e.Cluster == mgr && e.ClusterName() != "" {
+			worker, recorded = e.Values[0], true
 		}
 	}
-	return last, nil
+	if recorded {
+		return worker, true, nil
+	}
+	k, _ := observe.JobKindOf(o)
+	jobs, _ := r.env.Obs.History(k, o.GetNamespace(), o.GetName())
+	for _, e := range jobs {
+		if e.Cluster != mgr && e.Type == observe.Created && observe.FromMultiKueue(e.Labels) {
+			worker = e.Cluster
+		}
+	}
+	return worker, false, nil
+}
+
+// placements returns where each object ran (placement) and the objects
+// whose placement the manager never recorded.
+func (r *run) placements(ctx context.Context, objs []client.Object) (map[string]string, []string) {
+	out := map[string]string{}
+	var unrecorded []string
+	for _, ob := range objs {
+		w, recorded, err := r.placement(ctx, ob)
+		if err != nil {
+			continue
+		}
+		if w != "" {
+			out[ref(ob)] = w
+		}
+		if !recorded {
+			unrecorded = append(unrecorded, ref(ob))
+		}
+	}
+	return out, unrecorded
 }
 
 // workloadKey finds the manager Workload of a job object (by Kueue's

@@ -212,12 +212,7 @@ func WorkerOutage(ctx context.Context, env *Env, o OutageOptions) (OutageResult,
 	}
 	errs = append(errs, r.judge(ctx, objs, append(append(r.placementChecks(), r.runChecks()...), r.outcomeCheck())...))
 	errs = append(errs, r.chk.QuotaRespected(ctx), r.chk.NoOrphans(ctx))
-	res.Placement = map[string]string{}
-	for _, ob := range objs {
-		if w, err := r.placement(ctx, ob); err == nil && w != "" {
-			res.Placement[ref(ob)] = w
-		}
-	}
+	res.Placement, res.Unrecorded = r.placements(ctx, objs)
 	for _, ob := range objs {
 		res.Jobs = append(res.Jobs, jobOf(ob)...)
 	}

@@ -62,11 +62,11 @@ func TestWorkerOutage(t *testing.T) {
 	stuck := stuckAfterEviction(errs, dispatchedInEviction)
 	for _, e := range errs {
 		if f, ok := known(e); ok {
-			t.Logf("Kueue v0.17.0 finding (known): %s for %s: %v", f.Assertion, f.Object, f.Problems)
+			t.Logf("Kueue %s finding (known): %s for %s: %v", env.Topo.Facts.Version, f.Assertion, f.Object, f.Problems)
 			continue
 		}
 		if job := mentionsJob(e, stuck); job != "" {
-			t.Logf("Kueue v0.17.0 finding (known, kubernetes-sigs/kueue#11378): %s, dispatched while its eviction was under way, was never admitted again: %v", job, e)
+			t.Logf("Kueue %s finding (known, kubernetes-sigs/kueue#11378): %s, dispatched while its eviction was under way, was never admitted again: %v", env.Topo.Facts.Version, job, e)
 			continue
 		}
 		t.Error(e)
@@ -76,7 +76,7 @@ func TestWorkerOutage(t *testing.T) {
 			if slices.Contains(stuck, o.GetNamespace()+"/"+o.GetName()) {
 				// The copy made during the eviction can be admitted on
 				// its worker and its Job run there: the same bug.
-				t.Logf("Kueue v0.17.0 finding (known, kubernetes-sigs/kueue#11378): %s", p)
+				t.Logf("Kueue %s finding (known, kubernetes-sigs/kueue#11378): %s", env.Topo.Facts.Version, p)
 				continue
 			}
 			t.Error(p)

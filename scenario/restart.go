@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	"github.com/multikueue-testkit/testkit/internal/poll"
 	"github.com/multikueue-testkit/testkit/observe"
 )
@@ -35,7 +37,24 @@ type RestartResult struct {
 	// not yet placed when Kueue stopped; FinishedWhileDown those whose
 	// remote Job finished while it was down.
 	PlacedAtStop, PendingAtStop, FinishedWhileDown int
+	// NotResumed lists the Jobs that were waiting for dispatch when Kueue
+	// stopped and that the restarted Kueue neither nominated, placed nor
+	// finished within the Checker's Timeout (each also an error wrapping
+	// ErrNotResumed). The per-Job checks skip them: they would only time
+	// out, one by one, on the same cause.
+	NotResumed []string
 }
+
+// ErrNotResumed is wrapped by ManagerRestart's error for each Job the
+// restarted Kueue did not pick up again (RestartResult.NotResumed). Kueue
+// v0.18 and v0.19 do that (measured on v0.18.4 and v0.19.2; v0.17.1 resumes
+// every Job): from v0.18 MultiKueue's remoteClientsForAC returns the
+// connected workers and no error when none is connected yet (v0.17 returned
+// ErrNoActiveClusters, and the reconcile was retried), so a Workload that
+// the new process reconciles before its clients to the workers connect gets
+// AllAtOnce's nomination of no worker, no error and no requeue, and nothing
+// writes it again.
+var ErrNotResumed = errors.New("not resumed after the restart")
 
 // ManagerRestart is the manager-restart scenario. It needs process control
 // of the manager (Cluster.Lifecycle; NeedsLifecycleError without it). It
@@ -154,14 +173,17 @@ func ManagerRestart(ctx context.Context, env *Env, o RestartOptions) (RestartRes
 	if err := lc.StartKueue(ctx); err != nil {
 		return res, errors.Join(append(errs, r.errorf("cluster %q: start Kueue again: %w", mgr, err))...)
 	}
-	errs = append(errs, r.judge(ctx, objs, append(append(r.placementChecks(), r.runChecks()...), r.outcomeCheck())...))
-	errs = append(errs, r.chk.QuotaRespected(ctx), r.chk.NoOrphans(ctx))
-	res.Placement = map[string]string{}
-	for _, ob := range objs {
-		if w, err := r.placement(ctx, ob); err == nil && w != "" {
-			res.Placement[ref(ob)] = w
-		}
+	resumed, notResumed := r.resumed(ctx, objs, res.Stopped, res.Started)
+	for _, e := range notResumed {
+		res.NotResumed = append(res.NotResumed, e.job)
+		errs = append(errs, e.err)
 	}
+	errs = append(errs, r.judge(ctx, resumed, append(append(r.placementChecks(), r.runChecks()...), r.outcomeCheck())...))
+	errs = append(errs, r.chk.QuotaRespected(ctx))
+	if len(notResumed) == 0 {
+		errs = append(errs, r.chk.NoOrphans(ctx)) // else their copies may stay; that is the same cause
+	}
+	res.Placement, res.Unrecorded = r.placements(ctx, objs)
 	return res, errors.Join(errs...)
 }
 
@@ -171,4 +193,74 @@ func (r *Runner) ManagerRestart(ctx context.Context, o RestartOptions) (RestartR
 	r.h.Helper()
 	res, err := ManagerRestart(ctx, r.env, o)
 	return res, r.report(err)
+}
+
+type notResumed struct {
+	job string
+	err error
+}
+
+// resumed waits (up to the Checker's Timeout) until the restarted Kueue
+// nominated, placed or finished each Workload that was waiting for dispatch
+// at stopped (no clusterName, not finished), and splits objs into those
+// resumed (or placed before the stop) and those it never picked up again.
+func (r *run) resumed(ctx context.Context, objs []client.Object, stopped, started time.Time) ([]client.Object, []notResumed) {
+	mgr := r.env.Topo.Manager.Name
+	type waiting struct {
+		obj client.Object
+		key client.ObjectKey
+	}
+	var wait []waiting
+	var out []client.Object
+	for _, ob := range objs {
+		key, err := r.workloadKey(ctx, ob)
+		if err != nil {
+			out = append(out, ob) // the checks say what is wrong
+			continue
+		}
+		evs, _ := r.env.Obs.History(observe.KindWorkload, key.Namespace, key.Name)
+		placed := false
+		for _, e := range evs {
+			if e.Cluster == mgr && !e.Time.After(stopped) && (e.ClusterName() != "" || e.Type == observe.Finished) {
+				placed = true
+			}
+		}
+		if placed {
+			out = append(out, ob)
+		} else {
+			wait = append(wait, waiting{ob, key})
+		}
+	}
+	picked := func(w waiting) bool {
+		evs, _ := r.env.Obs.History(observe.KindWorkload, w.key.Namespace, w.key.Name)
+		for _, e := range evs {
+			if e.Cluster == mgr && e.Time.After(started) &&
+				((e.Type == observe.Nominated && len(e.Values) > 0) || e.ClusterName() != "" || e.Type == observe.Finished) {
+				return true
+			}
+		}
+		return false
+	}
+	_ = poll.Until(ctx, r.chk.Timeout, fmt.Sprintf("cluster %q: the restarted Kueue to nominate, place or finish the %d Workloads waiting at the stop", mgr, len(wait)), func(context.Context) error {
+		n := 0
+		for _, w := range wait {
+			if !picked(w) {
+				n++
+			}
+		}
+		if n > 0 {
+			return fmt.Errorf("%d not picked up yet", n)
+		}
+		return nil
+	})
+	var missed []notResumed
+	for _, w := range wait {
+		if picked(w) {
+			out = append(out, w.obj)
+			continue
+		}
+		missed = append(missed, notResumed{job: ref(w.obj), err: r.errorf("cluster %q: Workload %s of %s was waiting for dispatch when Kueue stopped (no clusterName) and the restarted Kueue neither nominated, placed nor finished it within %s of starting: %w",
+			mgr, w.key, ref(w.obj), r.chk.Timeout, ErrNotResumed)})
+	}
+	return out, missed
 }

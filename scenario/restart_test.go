@@ -2,6 +2,7 @@ package scenario_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -12,14 +13,30 @@ import (
 // and others waiting, lets a remote Job finish while it is down, starts it
 // again: every Job admitted exactly once and finished, statuses synced,
 // quota respected, nothing left behind.
+//
+// One outcome is a known finding of Kueue v0.18 and later, logged and not
+// failed there: Jobs the restarted Kueue never picks up again
+// (scenario.ErrNotResumed, which says why). On Kueue before v0.18 it fails
+// the test, as every other failure does.
 func TestManagerRestart(t *testing.T) {
 	env := resilient.get(t)
 	start := time.Now()
-	res, ok := scenario.For(t, env).ManagerRestart(context.Background(), scenario.RestartOptions{})
-	if !ok || res.Started.IsZero() {
-		return // For reported it; the times below are not all known
+	res, err := scenario.ManagerRestart(context.Background(), env, scenario.RestartOptions{})
+	regressed, known := env.Topo.Facts.VersionAtLeast("v0.18.0")
+	if !known {
+		t.Errorf("Kueue's version was not read from the cluster (%s): cannot tell whether Jobs left waiting after the restart are a known finding", env.Topo.Facts.Source)
 	}
-	t.Logf("%d Jobs in %s; at the stop %d placed, %d waiting; %d remote Jobs finished during the %s down",
+	for _, e := range leaves(err) {
+		if errors.Is(e, scenario.ErrNotResumed) && regressed {
+			t.Logf("Kueue %s finding (known): %v", env.Topo.Facts.Version, e)
+			continue
+		}
+		t.Error(e)
+	}
+	if res.Started.IsZero() {
+		return // the times below are not all known
+	}
+	t.Logf("%d Jobs in %s; at the stop %d placed, %d waiting; %d remote Jobs finished during the %s down; %d not resumed; %d placements unrecorded",
 		len(res.Objects), time.Since(start).Round(time.Millisecond), res.PlacedAtStop, res.PendingAtStop, res.FinishedWhileDown,
-		res.Started.Sub(res.Stopped).Round(time.Millisecond))
+		res.Started.Sub(res.Stopped).Round(time.Millisecond), len(res.NotResumed), len(res.Unrecorded))
 }

@@ -195,12 +195,7 @@ func Stress(ctx context.Context, env *Env, o StressOptions) (StressResult, error
 		res.Assertions = append(res.Assertions, cost)
 	}
 	errs = append(errs, r.exhaustion(ctx, objs, &res))
-	res.Placement = map[string]string{}
-	for _, ob := range objs {
-		if w, err := r.placement(ctx, ob); err == nil && w != "" {
-			res.Placement[ref(ob)] = w
-		}
-	}
+	res.Placement, res.Unrecorded = r.placements(ctx, objs)
 	return res, errors.Join(errs...)
 }
 
