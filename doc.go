@@ -3,8 +3,8 @@
 //
 // The packages follow the data flow of a test:
 //
-//	topology  one manager + N workers (local: real etcd + kube-apiserver per
-//	          cluster with Kueue in-process; no Docker)
+//	topology  one manager + N workers (local: real etcd, kube-apiserver,
+//	          kube-controller-manager and Kueue processes per cluster; no Docker)
 //	connect   how a worker is attached to the manager (kubeconfig Secret, ...)
 //	workload  builders for the job objects a test submits
 //	observe   a per-cluster history of every Workload, Job and MultiKueueCluster

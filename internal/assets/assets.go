@@ -33,8 +33,8 @@ const EnvCacheDir = "MKTK_ASSETS_DIR"
 // the suite on it showed update conflicts that v1.35.4 never did, so it
 // becomes the default together with the Kueue binary.
 const (
-	DefaultKubernetesVersion = "v1.35.4"
-	DefaultEtcdVersion       = "v3.6.5"
+	DefaultKubernetesVersion = "v1.36.3"
+	DefaultEtcdVersion       = "v3.6.8"
 )
 
 // Binaries are absolute paths to the control-plane binaries.

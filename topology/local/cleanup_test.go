@@ -96,8 +96,8 @@ func TestTeardownRunsWhenATestPanics(t *testing.T) {
 
 func TestNothingOutlivesAKilledTestBinary(t *testing.T) {
 	cmd, dir := startHelper(t, "hang")
-	if n := len(local.ProcessesUnder(dir)); n != 6 {
-		t.Errorf("want etcd + kube-apiserver + kube-controller-manager for 2 clusters (6 processes), found %d", n)
+	if n := len(local.ProcessesUnder(dir)); n != 8 {
+		t.Errorf("want etcd + kube-apiserver + kube-controller-manager + kueue for 2 clusters (8 processes), found %d", n)
 	}
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
 // Package local is the embedded topology provider: every cluster is a real
-// etcd and kube-apiserver process on loopback with Kueue running in this Go
-// process. It needs no Docker, no root and no network beyond the Go module
+// etcd, kube-apiserver and kube-controller-manager process on loopback with
+// Kueue as its real binary (v0.19.2 unless Options.Kueue chooses another),
+// one process per cluster. It needs no Docker, no root and no network beyond the Go module
 // proxy (and not even that once the binaries are cached).
 //
 //	topo, err := local.New(ctx, topology.Options{Workers: 3}, local.Options{})
@@ -122,10 +123,9 @@ type Options struct {
 	// prebuilt binary (KueueOptions, or $MKTK_KUEUE_VERSION,
 	// $MKTK_KUEUE_SOURCE, $MKTK_KUEUE_BINARY). Its configuration is the one
 	// that version's chart installs for the Spec; its CRDs and webhook
-	// registrations come from the same source tree. With none of those set,
-	// and always with HA, Kueue runs in this process at the pinned module's
-	// version (v0.17.0), as before; the binary becomes the default once the
-	// scenario suite passes on it (README, "Which Kueue").
+	// registrations come from the same source tree. With none of those set
+	// it is DefaultKueueVersion. With HA (for now) or InProcess, Kueue runs
+	// in this process at the pinned module's version (v0.17.0).
 	Kueue KueueOptions
 	// Logger (in-process controllers only) receives what Kueue and controller-runtime log through
 	// controller-runtime's process-global logger (each cluster's own Kueue
@@ -158,9 +158,8 @@ type AssetOptions struct {
 type KueueOptions struct {
 	// InProcess runs Kueue in this Go process, wired from the pinned
 	// sigs.k8s.io/kueue module (v0.17.0), even when a MKTK_KUEUE_* variable
-	// asks for a binary; also $MKTK_KUEUE_INPROCESS=1. It is what runs when
-	// nothing chooses a binary, and always with HA; the other fields must
-	// then be empty.
+	// asks for a binary; also $MKTK_KUEUE_INPROCESS=1. HA topologies run it
+	// too, for now. The other fields must then be empty.
 	InProcess bool
 	// Version of sigs.k8s.io/kueue to build from the Go module proxy (and
 	// cache), e.g. "v0.18.4"; default $MKTK_KUEUE_VERSION, else
@@ -201,19 +200,11 @@ func (k KueueOptions) binary(getenv func(string) string, ha bool) (bool, error) 
 	case chosen && ha:
 		return false, errors.New("local: Options.Kueue and Options.HA: HA runs Kueue in this process (the pinned module's), not a chosen binary, for now")
 	}
-	// For now the binary runs when asked for (a field, or one of the
-	// MKTK_KUEUE_* variables): on it the scenario suite has failures left
-	// to work through (README, "Which Kueue").
-	if !chosen {
-		for _, e := range []string{assets.EnvKueueVersion, assets.EnvKueueSource, assets.EnvKueueBinary} {
-			chosen = chosen || getenv(e) != ""
-		}
-	}
-	return chosen && !inProcess && !ha, nil
+	return !inProcess && !ha, nil
 }
 
 // Default binary versions: kube-apiserver of the Kubernetes minor Kueue
-// v0.17.0 is built against, and the etcd that release pins.
+// v0.19.2 is built against, and the etcd that release pins.
 const (
 	DefaultKubernetesVersion = assets.DefaultKubernetesVersion
 	DefaultEtcdVersion       = assets.DefaultEtcdVersion
