@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/multikueue-testkit/testkit/internal/poll"
 	"github.com/multikueue-testkit/testkit/observe"
@@ -170,7 +171,37 @@ func (c *Checker) waitPlaced(ctx context.Context, t target) error {
 // status.clusterName and no worker got a remote job or an admitted copy
 // either (placements infers the placement when one did). nil while it may
 // still come.
+//
+// A Workload admitted on the manager without any admission check state will
+// never be placed either: MultiKueue's check did not apply to it. Kueue from
+// v0.18 applies a ClusterQueue's admission checks by the flavors of the
+// admission, and a Workload that requests no resources is assigned no
+// flavor, so it gets no check (v0.17 gave a flavorless admission every
+// check, kubernetes-sigs/kueue#10316) and is admitted, and runs, on the
+// manager.
 func neverPlaced(wl []observe.Event, mgr string, t target) error {
+	// Kueue admits a Workload once every check that applies to it is Ready:
+	// admitted with no check Ready by then (one observed update may carry
+	// both), no check applied.
+	var admitted time.Time
+	for _, e := range wl {
+		if e.Cluster == mgr && e.Type == observe.Admitted {
+			admitted = e.Time
+			break
+		}
+	}
+	if !admitted.IsZero() {
+		ready := false
+		for _, e := range wl {
+			if e.Cluster == mgr && e.Type == observe.CheckState && len(e.Values) == 2 && e.Values[1] == string(kueue.CheckStateReady) && !e.Time.After(admitted) {
+				ready = true
+			}
+		}
+		if !ready {
+			return poll.Stop(fmt.Errorf("cluster %q: %s was admitted on the manager at %s without any admission check Ready: MultiKueue's check did not apply to it (Kueue v0.18+ gives a Workload that requests no resources no flavor, and so none of its ClusterQueue's checks), so it runs on the manager and is never dispatched",
+				mgr, t, admitted.Format("15:04:05.000")))
+		}
+	}
 	if end, ok := endedUnplaced(wl, mgr); ok {
 		return poll.Stop(fmt.Errorf("cluster %q: %s ended at %s without ever getting a status.clusterName, and no worker got a remote job or admitted a copy",
 			mgr, t, end.Format("15:04:05.000")))

@@ -96,8 +96,10 @@ func TestRealGarbageCollector(t *testing.T) {
 	lq := topo.Spec.Queues.LocalQueue
 	start := time.Now()
 
-	running := workload.NewJob("gc-foreground", "default").Queue(lq).RunFor(time.Hour).Obj()
-	done := workload.NewJob("gc-background", "default").Queue(lq).RunFor(0).Obj()
+	// With requests: Kueue v0.18+ would admit a Job requesting nothing on
+	// the manager, without MultiKueue (assert: neverPlaced).
+	running := workload.NewJob("gc-foreground", "default").Queue(lq).Requests("100m", "64Mi").RunFor(time.Hour).Obj()
+	done := workload.NewJob("gc-background", "default").Queue(lq).Requests("100m", "64Mi").RunFor(0).Obj()
 	for _, j := range []*batchv1.Job{running, done} {
 		if err := mgr.Client.Create(ctx, j); err != nil {
 			t.Fatalf("cluster %q: create Job %s: %v", mgr.Name, j.Name, err)
