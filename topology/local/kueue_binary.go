@@ -163,6 +163,9 @@ func execKubeconfigOf(cp *configapi.ClusterProfile, path string) string {
 	return ""
 }
 
+// clusterProfileGate is Kueue's MultiKueueClusterProfile feature gate.
+const clusterProfileGate = "MultiKueueClusterProfile"
+
 // startBinaryKueue starts the cluster's Kueue binary and registers the
 // webhooks it serves, by URL on 127.0.0.1.
 func (lc *localCluster) startBinaryKueue(ctx context.Context, c *topology.Cluster, kb *binaryKueue, hooks webhookConfigs, o Options) error {
@@ -188,6 +191,14 @@ func (lc *localCluster) startBinaryKueue(ctx context.Context, c *topology.Cluste
 	k.configPath = filepath.Join(k.dir, "config.yaml")
 	if err := os.WriteFile(k.configPath, raw, 0o600); err != nil {
 		return err
+	}
+	if kb.gates[clusterProfileGate] {
+		// A Kueue with the gate watches ClusterProfiles and exits after its
+		// cache-sync timeout when the CRD is missing: install it first, as
+		// for the in-process Kueue.
+		if err := ensureClusterProfileCRD(ctx, lc.name, lc.cp.restConfig(), o.StartTimeout); err != nil {
+			return err
+		}
 	}
 	// As the chart's Deployment runs it, plus the kubeconfig a pod would
 	// not need and zap's level.
