@@ -13,7 +13,8 @@ import (
 // admission check of its ClusterQueue (kubernetes-sigs/kueue#10316); from
 // v0.18 checks apply by the admission's flavors, so this Job gets none of
 // them: it is admitted on the manager without MultiKueue's check and never
-// dispatched (measured on v0.18.4 and v0.19.2; v0.17.0 dispatched it). The
+// dispatched (run on v0.19.2, read in v0.18.4's source; v0.17.0 dispatched
+// it). The
 // failure must say so at once rather than time out on a missing clusterName.
 func TestExactlyOnceAdmittedSaysAFlavorlessJobSkipsMultiKueue(t *testing.T) {
 	ctx := context.Background()

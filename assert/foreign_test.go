@@ -20,6 +20,7 @@ import (
 
 	"github.com/multikueue-testkit/testkit/assert"
 	"github.com/multikueue-testkit/testkit/connect"
+	"github.com/multikueue-testkit/testkit/internal/kueuefix"
 	"github.com/multikueue-testkit/testkit/internal/poll"
 	"github.com/multikueue-testkit/testkit/observe"
 	"github.com/multikueue-testkit/testkit/topology"
@@ -310,22 +311,10 @@ func removeRemoteWorkloads(t *testing.T, ctx context.Context, name string) {
 	}
 }
 
-// kueueFixed reports whether the Kueue the topology runs (Facts.Version,
-// read from the cluster) is at least fixedIn, where the finding what was
-// fixed; the test then expects the fixed behaviour. A version that could
-// not be read fails the test: the expected verdict depends on it.
+// kueueFixed is kueuefix.In for the shared topology.
 func kueueFixed(t *testing.T, fixedIn, what string) bool {
 	t.Helper()
-	fixed, known := env.Topo.Facts.VersionAtLeast(fixedIn)
-	if !known {
-		t.Fatalf("Kueue's version was not read from the cluster (%s): cannot tell whether %s applies", env.Topo.Facts.Source, what)
-	}
-	if fixed {
-		t.Logf("Kueue %s is at least %s: %s; expecting the fixed behaviour", env.Topo.Facts.Version, fixedIn, what)
-	} else {
-		t.Logf("Kueue %s is before %s: %s; expecting the defect", env.Topo.Facts.Version, fixedIn, what)
-	}
-	return fixed
+	return kueuefix.In(t, env.Topo.Facts, fixedIn, what)
 }
 
 func serviceAccountUser() string {

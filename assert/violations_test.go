@@ -163,6 +163,45 @@ func jobObserved(t *testing.T, ctx context.Context, cluster string, job *batchv1
 	}
 }
 
+// denyUpdates makes cl's API server deny the UPDATEs of rule's resources
+// that match (a CEL match condition) and fail validation (a CEL
+// expression), with message, through a ValidatingAdmissionPolicy and its
+// binding named name; it returns what lifts the policy. The caller probes
+// until the policy is enforced.
+func denyUpdates(t *testing.T, ctx context.Context, cl *topology.Cluster, name string, rule admissionregistrationv1.Rule, match, validation, message string) (lift func()) {
+	t.Helper()
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
+					Rule:       rule,
+				},
+			}}},
+			MatchConditions: []admissionregistrationv1.MatchCondition{{Name: "match", Expression: match}},
+			Validations:     []admissionregistrationv1.Validation{{Expression: validation, Message: message}},
+		},
+	}
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName:        policy.Name,
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+		},
+	}
+	for _, o := range []client.Object{policy, binding} {
+		if err := cl.Client.Create(ctx, o); err != nil {
+			t.Fatalf("cluster %q: create %T %s: %v", cl.Name, o, name, err)
+		}
+	}
+	return func() {
+		_ = cl.Client.Delete(ctx, binding)
+		_ = cl.Client.Delete(ctx, policy)
+	}
+}
+
 func otherWorker(name string) string {
 	for _, w := range env.Topo.Workers {
 		if w.Name != name {
@@ -555,41 +594,10 @@ func TestStatusSyncedCatchesKueueDroppingTheFinalStatus(t *testing.T) {
 	ctx := context.Background()
 	mgr := env.Topo.Manager
 	const holdLabel = "testkit.multikueue.x-k8s.io/hold-unsuspend"
-	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: "testkit-hold-unsuspend"},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
-			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
-				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
-					Rule:       admissionregistrationv1.Rule{APIGroups: []string{"batch"}, APIVersions: []string{"v1"}, Resources: []string{"jobs"}},
-				},
-			}}},
-			MatchConditions: []admissionregistrationv1.MatchCondition{{
-				Name: "held", Expression: fmt.Sprintf("has(object.metadata.labels) && %q in object.metadata.labels", holdLabel),
-			}},
-			Validations: []admissionregistrationv1.Validation{{
-				Expression: "!(oldObject.spec.suspend == true && object.spec.suspend == false)",
-				Message:    "the test holds this Job suspended",
-			}},
-		},
-	}
-	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "testkit-hold-unsuspend"},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
-			PolicyName:        policy.Name,
-			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
-		},
-	}
-	for _, o := range []client.Object{policy, binding} {
-		if err := mgr.Client.Create(ctx, o); err != nil {
-			t.Fatal(err)
-		}
-	}
-	lift := func() {
-		_ = mgr.Client.Delete(ctx, binding)
-		_ = mgr.Client.Delete(ctx, policy)
-	}
+	lift := denyUpdates(t, ctx, mgr, "testkit-hold-unsuspend",
+		admissionregistrationv1.Rule{APIGroups: []string{"batch"}, APIVersions: []string{"v1"}, Resources: []string{"jobs"}},
+		fmt.Sprintf("has(object.metadata.labels) && %q in object.metadata.labels", holdLabel),
+		"!(oldObject.spec.suspend == true && object.spec.suspend == false)", "the test holds this Job suspended")
 	defer lift()
 
 	// The API server enforces a new policy once its informer has it: probe
@@ -650,41 +658,10 @@ func TestPlacementRecordedCatchesAnUnrecordedPlacement(t *testing.T) {
 	ctx := context.Background()
 	mgr := env.Topo.Manager
 	const prefix = "job-unrecorded-"
-	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: "testkit-deny-clustername"},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
-			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
-				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
-					Rule:       admissionregistrationv1.Rule{APIGroups: []string{kueue.GroupVersion.Group}, APIVersions: []string{"*"}, Resources: []string{"workloads/status"}},
-				},
-			}}},
-			MatchConditions: []admissionregistrationv1.MatchCondition{{
-				Name: "unrecorded", Expression: fmt.Sprintf("object.metadata.name.startsWith(%q)", prefix),
-			}},
-			Validations: []admissionregistrationv1.Validation{{
-				Expression: "!has(object.status.clusterName)",
-				Message:    "the test keeps this Workload's placement unrecorded",
-			}},
-		},
-	}
-	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "testkit-deny-clustername"},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
-			PolicyName:        policy.Name,
-			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
-		},
-	}
-	for _, o := range []client.Object{policy, binding} {
-		if err := mgr.Client.Create(ctx, o); err != nil {
-			t.Fatal(err)
-		}
-	}
-	defer func() {
-		_ = mgr.Client.Delete(ctx, binding)
-		_ = mgr.Client.Delete(ctx, policy)
-	}()
+	defer denyUpdates(t, ctx, mgr, "testkit-deny-clustername",
+		admissionregistrationv1.Rule{APIGroups: []string{kueue.GroupVersion.Group}, APIVersions: []string{"*"}, Resources: []string{"workloads/status"}},
+		fmt.Sprintf("object.metadata.name.startsWith(%q)", prefix),
+		"!has(object.status.clusterName)", "the test keeps this Workload's placement unrecorded")()
 
 	// The API server enforces a new policy once its informer has it: probe
 	// with a dry-run status write on a Workload no queue takes.

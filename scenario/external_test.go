@@ -8,6 +8,7 @@ import (
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
+	"github.com/multikueue-testkit/testkit/internal/kueuefix"
 	"github.com/multikueue-testkit/testkit/observe"
 	"github.com/multikueue-testkit/testkit/scenario"
 	"github.com/multikueue-testkit/testkit/topology"
@@ -74,7 +75,7 @@ func testMergePatchNominationsBlockPlacement(ctx context.Context, t *testing.T, 
 		Dispatch: scenario.DispatchOptions{Jobs: 1, NamePrefix: "ext-merge"},
 		Write:    scenario.NominateWithMergePatch,
 	})
-	if kueueFixedIn(t, env, "v0.18.0", "placement recorded over merge-patched nominations") {
+	if kueuefix.In(t, env.Topo.Facts, "v0.18.0", "placement recorded over merge-patched nominations") {
 		if err != nil {
 			t.Fatalf("Kueue %s records placements over merge-patched nominations, yet: %v", env.Topo.Facts.Version, err)
 		}

@@ -63,20 +63,3 @@ func nominations(env *scenario.Env, ns string) []observe.Event {
 	}
 	return out
 }
-
-// kueueFixedIn reports whether the Kueue env runs is at least fixedIn, the
-// release that changed what (the test then expects the fixed behaviour); it
-// fails the test if the version could not be read.
-func kueueFixedIn(t *testing.T, env *scenario.Env, fixedIn, what string) bool {
-	t.Helper()
-	fixed, known := env.Topo.Facts.VersionAtLeast(fixedIn)
-	if !known {
-		t.Fatalf("Kueue's version was not read from the cluster (%s): cannot tell whether %s applies", env.Topo.Facts.Source, what)
-	}
-	if fixed {
-		t.Logf("Kueue %s is at least %s: %s; expecting the fixed behaviour", env.Topo.Facts.Version, fixedIn, what)
-	} else {
-		t.Logf("Kueue %s is before %s: %s; expecting the defect", env.Topo.Facts.Version, fixedIn, what)
-	}
-	return fixed
-}
