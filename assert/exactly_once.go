@@ -32,7 +32,10 @@ import (
 //
 // A cycle starts when the manager's clusterName is set or, if earlier, when
 // the remote job appears on that worker (MultiKueue creates it before its
-// status write lands).
+// status write lands). When the manager Workload ended without ever getting
+// a clusterName although a worker got the remote job (see
+// PlacementRecorded, which judges that), the cycle is read from the
+// workers: it runs from that remote job's creation to the manager's end.
 //
 // It first waits (up to Timeout) until the manager selected a worker and the
 // remote job appeared there. It does not judge the race before selection:
