@@ -17,10 +17,6 @@ func kueueImportAllowed(importer, pkg string) (bool, string) {
 		return true, ""
 	case pkg == "sigs.k8s.io/kueue/pkg/controller/constants":
 		return true, "label and annotation keys Kueue puts on job objects; constants only"
-	case importer == "github.com/multikueue-testkit/testkit/topology/local":
-		// The in-process Kueue (topology/local/kueue*.go, ha_*.go): it goes
-		// when the Kueue binary (Options.Kueue) becomes the only way.
-		return true, "in-process Kueue, being replaced by the Kueue binary"
 	}
 	for _, ex := range kueueImportExceptions() {
 		if ex[0] == importer && ex[1] == pkg {
@@ -33,8 +29,6 @@ func kueueImportAllowed(importer, pkg string) (bool, string) {
 // kueueImportExceptions are {importer, package, why}: to be removed.
 func kueueImportExceptions() [][3]string {
 	return [][3]string{
-		{"github.com/multikueue-testkit/testkit/scenario", "sigs.k8s.io/kueue/pkg/workload", "PatchAdmissionStatus for the admission-check scenarios"},
-		{"github.com/multikueue-testkit/testkit/scenario", "sigs.k8s.io/kueue/pkg/util/admissioncheck", "FindAdmissionCheck"},
 	}
 }
 

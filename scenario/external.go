@@ -10,10 +10,8 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
-	kueueworkload "sigs.k8s.io/kueue/pkg/workload"
 
 	"github.com/multikueue-testkit/testkit/observe"
 	"github.com/multikueue-testkit/testkit/topology"
@@ -39,7 +37,7 @@ type NominationWrite string
 
 const (
 	// NominateAsKueue writes as Kueue's own Incremental dispatcher does,
-	// with Kueue's workload.PatchAdmissionStatus: a server-side apply of the
+	// as Kueue's workload.PatchAdmissionStatus does (applyAdmissionStatus): a server-side apply of the
 	// admission status as field manager kueue-admission. MultiKueue's later
 	// apply of the placement (clusterName set, nominations omitted) then
 	// clears the nominations.
@@ -235,9 +233,8 @@ func (n *nominator) nominate(ctx context.Context, wl *kueue.Workload, pick []str
 		wl.Status.NominatedClusterNames = pick
 		return c.Status().Patch(ctx, wl, client.MergeFrom(orig))
 	}
-	return kueueworkload.PatchAdmissionStatus(ctx, c, wl, clock.RealClock{}, func(wl *kueue.Workload) (bool, error) {
+	return applyAdmissionStatus(ctx, c, wl, func(wl *kueue.Workload) {
 		wl.Status.NominatedClusterNames = pick
-		return true, nil
 	})
 }
 

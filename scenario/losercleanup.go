@@ -12,11 +12,8 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
-	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
-	"sigs.k8s.io/kueue/pkg/util/admissioncheck"
-	kueueworkload "sigs.k8s.io/kueue/pkg/workload"
 
 	"github.com/multikueue-testkit/testkit/assert"
 	"github.com/multikueue-testkit/testkit/internal/poll"
@@ -300,7 +297,7 @@ func (h *holder) once(ctx context.Context, w *topology.Cluster) {
 	}
 	for i := range wls.Items {
 		wl := &wls.Items[i]
-		st := admissioncheck.FindAdmissionCheck(wl.Status.AdmissionChecks, HoldCheck)
+		st := findAdmissionCheck(wl.Status.AdmissionChecks, HoldCheck)
 		if st == nil || st.State != kueue.CheckStatePending || !apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadQuotaReserved) {
 			continue
 		}
@@ -315,10 +312,10 @@ func (h *holder) once(ctx context.Context, w *topology.Cluster) {
 		if time.Since(first) < h.hold {
 			continue
 		}
-		err := kueueworkload.PatchAdmissionStatus(ctx, w.Client, wl, clock.RealClock{}, func(wl *kueue.Workload) (bool, error) {
-			return kueueworkload.SetAdmissionCheckState(&wl.Status.AdmissionChecks, kueue.AdmissionCheckState{
+		err := applyAdmissionStatus(ctx, w.Client, wl, func(wl *kueue.Workload) {
+			setAdmissionCheckState(&wl.Status.AdmissionChecks, kueue.AdmissionCheckState{
 				Name: HoldCheck, State: kueue.CheckStateReady, Message: "released by the scenario",
-			}, clock.RealClock{}), nil
+			})
 		})
 		if err != nil && ctx.Err() == nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) { // both retried at the next tick
 			h.mu.Lock()

@@ -37,7 +37,7 @@ each judged; QuotaRespected, NoOrphans). Writes DIR/report.jsonl,
 DIR/clusters/<cluster>.jsonl (schema multikueue-testkit/report/v1), the plots
 and DIR/report.html; a failed run's log tails under DIR/artifacts/<run>.
 Exit status 1 when a run failed, naming what it failed on. Kueue runs with
-the controller concurrency its chart sets (local.Options.ChartConcurrency).
+the configuration its chart sets, controller concurrency included.
 
 flags:
 `)
@@ -71,7 +71,7 @@ flags:
 	res, err := report.Scale(ctx, report.ScaleOptions{
 		Workers: ns, Jobs: *jobs, RunFor: *runFor, Timeout: *timeout, Out: dir, Progress: stderr,
 		Start: func(ctx context.Context, n int) (*topology.Topology, error) {
-			return local.New(ctx, topology.Options{Workers: n}, local.Options{ChartConcurrency: true})
+			return local.New(ctx, topology.Options{Workers: n}, local.Options{})
 		},
 	})
 	for _, rr := range res.Runs {

@@ -10,7 +10,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	crconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -22,14 +24,13 @@ import (
 
 // localCluster implements topology.Lifecycle.
 type localCluster struct {
-	name  string
-	cp    *controlPlane
-	kueue *kueueProcess
-	// kueueBin is the cluster's Kueue as its real binary (Options.Kueue);
-	// then kueue is nil.
+	name string
+	cp   *controlPlane
+	// kueueBin is the cluster's Kueue, its real binary (Options.Kueue), when
+	// it runs one replica.
 	kueueBin *kueueBinary
-	// ha, in HA mode, runs the cluster's Kueue as several replicas (kueue
-	// is then the first); nil otherwise.
+	// ha, in HA mode, runs the cluster's Kueue as several replicas (then
+	// kueueBin is nil); nil otherwise.
 	ha *haCluster
 
 	mu sync.Mutex
@@ -39,6 +40,15 @@ type localCluster struct {
 	// binaries are the operators' controller binaries (JobSet), in start
 	// order; close stops them in reverse, before Kueue.
 	binaries []*controllerBinary
+}
+
+// binary is the cluster's Kueue process whose configuration and version
+// the topology publishes: the single one, or kueue-0 in HA mode.
+func (lc *localCluster) binary() *kueueBinary {
+	if lc.ha != nil && len(lc.ha.replicas) > 0 {
+		return lc.ha.first()
+	}
+	return lc.kueueBin
 }
 
 // component is one in-process controller manager of a cluster, with a
@@ -78,8 +88,9 @@ func newComponentManager(o componentOptions) (_ manager.Manager, err error) {
 		HealthProbeBindAddress: "0",
 		PprofBindAddress:       "0",
 		LeaderElection:         false,
-		Controller:             ctrlConfigSkipNameValidation(),
-		WebhookServer:          o.webhook,
+		// Several managers in one process register controllers of the same name.
+		Controller:    crconfig.Controller{SkipNameValidation: ptr.To(true)},
+		WebhookServer: o.webhook,
 	})
 	if err != nil {
 		return nil, err
@@ -145,13 +156,7 @@ func (lc *localCluster) close() error {
 	for i := len(bins) - 1; i >= 0; i-- {
 		errs = append(errs, bins[i].stop())
 	}
-	errs = append(errs, lc.ha.close())
-	if lc.kueue != nil {
-		errs = append(errs, lc.kueue.stop())
-	}
-	if lc.kueueBin != nil {
-		errs = append(errs, lc.kueueBin.stop())
-	}
+	errs = append(errs, lc.ha.close(), lc.kueueBin.stop())
 	errs = append(errs, lc.cp.stop())
 	return errors.Join(errs...)
 }
@@ -161,10 +166,7 @@ func (lc *localCluster) StopKueue(ctx context.Context) error {
 	if lc.ha != nil {
 		return lc.ha.stopAll(ctx)
 	}
-	if lc.kueueBin != nil {
-		return lc.kueueBin.stop()
-	}
-	return lc.kueue.stop()
+	return lc.kueueBin.stop()
 }
 
 // StartKueue implements topology.Lifecycle.
@@ -172,10 +174,7 @@ func (lc *localCluster) StartKueue(ctx context.Context) error {
 	if lc.ha != nil {
 		return lc.ha.startAll(ctx)
 	}
-	if lc.kueueBin != nil {
-		return lc.kueueBin.start(ctx)
-	}
-	return lc.kueue.start(ctx)
+	return lc.kueueBin.start(ctx)
 }
 
 // StopAPIServer implements topology.Lifecycle.

@@ -36,6 +36,8 @@ type controllerBinary struct {
 	caPEM   []byte
 
 	webhookPort, healthPort, metricsPort int
+	// hostname, when set, is the process's own host name (process.hostname).
+	hostname string
 
 	proc *process
 }
@@ -60,6 +62,12 @@ func (b *controllerBinary) writeServingCert(cp *controlPlane, dirs ...string) er
 	if err != nil {
 		return err
 	}
+	return b.writeCert(cp, serving, dirs...)
+}
+
+// writeCert puts kp, a serving certificate of the cluster's CA, into each
+// of dirs (relative to the working directory) as tls.crt and tls.key.
+func (b *controllerBinary) writeCert(cp *controlPlane, serving keyPair, dirs ...string) error {
 	b.caPEM = cp.ca.certPEM
 	for _, d := range dirs {
 		d = filepath.Join(b.dir, d)
@@ -85,7 +93,7 @@ func (b *controllerBinary) start(ctx context.Context) error {
 			return fmt.Errorf("cluster %q: %s is already running", b.cluster, b.name)
 		}
 	}
-	b.proc = &process{name: b.name, cluster: b.cluster, path: b.path, args: b.args, dir: b.dir,
+	b.proc = &process{name: b.name, cluster: b.cluster, path: b.path, args: b.args, dir: b.dir, hostname: b.hostname,
 		logPath: filepath.Join(filepath.Dir(b.dir), b.name+".log")}
 	if err := b.proc.start(); err != nil {
 		return err
@@ -123,6 +131,24 @@ func (b *controllerBinary) stop() error {
 		return nil
 	}
 	return b.proc.stop(procStopTimeout)
+}
+
+// terminate stops the process as a deleted pod's: SIGTERM, then SIGKILL
+// after grace.
+func (b *controllerBinary) terminate(grace time.Duration) error {
+	if b == nil || b.proc == nil {
+		return nil
+	}
+	return b.proc.terminate(grace)
+}
+
+// running reports whether the process was started and has not exited.
+func (b *controllerBinary) running() bool {
+	if b == nil || b.proc == nil {
+		return false
+	}
+	done, _ := b.proc.exited()
+	return !done
 }
 
 // servedPaths asks the webhook server which of paths it serves: a

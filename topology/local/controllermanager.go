@@ -125,8 +125,14 @@ func (cp *controlPlane) writeClientKubeconfig(path, user string, id keyPair) err
 // writeNamespacedKubeconfig is writeClientKubeconfig with a namespace in
 // its context ("" for none).
 func (cp *controlPlane) writeNamespacedKubeconfig(path, user string, id keyPair, namespace string) error {
+	return cp.writeKubeconfigVia(path, cp.host(), user, id, namespace)
+}
+
+// writeKubeconfigVia is writeNamespacedKubeconfig reaching the API server at
+// server (a forwarder in front of it) instead of its own address.
+func (cp *controlPlane) writeKubeconfigVia(path, server, user string, id keyPair, namespace string) error {
 	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters[cp.cluster] = &clientcmdapi.Cluster{Server: cp.host(), CertificateAuthorityData: cp.ca.certPEM}
+	cfg.Clusters[cp.cluster] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: cp.ca.certPEM}
 	cfg.AuthInfos[user] = &clientcmdapi.AuthInfo{ClientCertificateData: id.cert, ClientKeyData: id.key}
 	cfg.Contexts[cp.cluster] = &clientcmdapi.Context{Cluster: cp.cluster, AuthInfo: user, Namespace: namespace}
 	cfg.CurrentContext = cp.cluster

@@ -3,30 +3,23 @@ package local
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"time"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
-	componentconfig "k8s.io/component-base/config/v1alpha1"
-	"k8s.io/utils/ptr"
-	"sigs.k8s.io/yaml"
-
-	configapi "sigs.k8s.io/kueue/apis/config/v1beta2"
 
 	"github.com/multikueue-testkit/testkit/topology"
 )
 
-// HA runs a cluster's Kueue as several in-process replicas, as a Deployment
-// with replicas > 1 does: leader election on Kueue's Lease
-// (c1f6bfd2.kueue.x-k8s.io in Kueue's namespace, from the Configuration's
-// leaderElection section, as cmd/kueue), the scheduler and the leader-only
-// controllers on the leader, caches, queues, webhooks and the visibility API
-// (visibility.kueue.x-k8s.io v1beta1 and v1beta2) on every replica. The
-// cluster's API server reaches the replicas through a Service for the
-// webhooks and one for the visibility APIService, each with one endpoint per
-// replica (see ha_network.go). The zero value is off; $MKTK_HA sets the
-// default of local.New (see HAFromEnv).
+// HA runs a cluster's Kueue as several replicas, each its own Kueue process
+// (the binary of Options.Kueue), as a Deployment with replicas > 1 does:
+// leader election on Kueue's Lease (c1f6bfd2.kueue.x-k8s.io in Kueue's
+// namespace, from the configuration's leaderElection section), the scheduler
+// and the leader-only controllers on the leader, caches, queues, webhooks and
+// the visibility API (visibility.kueue.x-k8s.io v1beta1 and v1beta2) on every
+// replica. Each replica runs with its own host name, "kueue-<i>" (a UTS
+// namespace of its own), so that its Lease holder identity names it as a
+// pod's names the pod. The cluster's API server reaches the replicas through
+// a Service for the webhooks and one for the visibility APIService, each with
+// one endpoint per replica (see ha_egress.go). The zero value is off;
+// $MKTK_HA sets the default of local.New (see HAFromEnv).
 type HA struct {
 	// Manager runs the manager's Kueue as Replicas replicas.
 	Manager bool
@@ -142,72 +135,23 @@ func (h HA) validate() error {
 	return nil
 }
 
-// haKueueConfig is the configuration file of HA clusters, next to
-// kueue-config.yaml.
-const haKueueConfig = "kueue-config-ha.yaml"
-
-// writeHAKueueConfig writes, when a role runs HA, the Kueue Configuration of
-// its clusters: the one at base (writeKueueConfig's) with leaderElection on,
-// Kueue's Lease in Kueue's namespace (out of a cluster controller-runtime
-// cannot guess it) and h's durations. It returns "" when HA is off.
-func writeHAKueueConfig(base string, h HA) (string, error) {
-	if err := h.validate(); err != nil {
-		return "", err
-	}
-	if !h.on() {
-		return "", nil
-	}
+// leaderElection is the leaderElection section of an HA cluster's Kueue
+// configuration: on, Kueue's Lease (the chart's name) in Kueue's namespace,
+// with h's durations. Kueue's config.Load turns it into controller-runtime's
+// leader election with LeaderElectionReleaseOnCancel.
+func (h HA) leaderElection(namespace string) map[string]any {
 	h = h.resolved()
-	raw, err := os.ReadFile(base)
-	if err != nil {
-		return "", err
+	return map[string]any{
+		"leaderElect":       true,
+		"leaseDuration":     h.LeaseDuration.String(),
+		"renewDeadline":     h.RenewDeadline.String(),
+		"retryPeriod":       h.RetryPeriod.String(),
+		"resourceLock":      "leases",
+		"resourceName":      kueueLeaderElectionID,
+		"resourceNamespace": namespace,
 	}
-	var cfg configapi.Configuration
-	if err := yaml.UnmarshalStrict(raw, &cfg); err != nil {
-		return "", fmt.Errorf("read %s: %w", base, err)
-	}
-	cfg.LeaderElection = leaderElectionConfig(ptr.Deref(cfg.Namespace, configapi.DefaultNamespace), h)
-	out, err := yaml.Marshal(&cfg)
-	if err != nil {
-		return "", err
-	}
-	path := filepath.Join(filepath.Dir(base), haKueueConfig)
-	return path, os.WriteFile(path, out, 0o600)
 }
 
-// kueueConfigFor is the configuration file a cluster of role loads.
-func (h HA) kueueConfigFor(role topology.Role, base, ha string) string {
-	if h.replicas(role) > 1 {
-		return ha
-	}
-	return base
-}
-
-// readKueueConfig reads a configuration file written by writeKueueConfig or
-// writeHAKueueConfig.
-func readKueueConfig(path string) (configapi.Configuration, error) {
-	var cfg configapi.Configuration
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return cfg, err
-	}
-	if err := yaml.UnmarshalStrict(raw, &cfg); err != nil {
-		return cfg, fmt.Errorf("read %s: %w", path, err)
-	}
-	return cfg, nil
-}
-
-// leaderElectionConfig is the leaderElection section of HA clusters: on,
-// Kueue's Lease (the default name, as the chart) in Kueue's namespace, with
-// h's durations.
-func leaderElectionConfig(namespace string, h HA) *componentconfig.LeaderElectionConfiguration {
-	return &componentconfig.LeaderElectionConfiguration{
-		LeaderElect:       ptr.To(true),
-		LeaseDuration:     metav1.Duration{Duration: h.LeaseDuration},
-		RenewDeadline:     metav1.Duration{Duration: h.RenewDeadline},
-		RetryPeriod:       metav1.Duration{Duration: h.RetryPeriod},
-		ResourceLock:      resourcelock.LeasesResourceLock,
-		ResourceName:      configapi.DefaultLeaderElectionID,
-		ResourceNamespace: namespace,
-	}
-}
+// kueueLeaderElectionID is the name of Kueue's leader Lease (the chart's
+// leaderElection.resourceName, Kueue's default).
+const kueueLeaderElectionID = "c1f6bfd2.kueue.x-k8s.io"

@@ -9,35 +9,27 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strconv"
 	"sync"
-	"syscall"
 	"time"
 
-	"github.com/go-logr/logr"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-
-	configapi "sigs.k8s.io/kueue/apis/config/v1beta2"
 
 	"github.com/multikueue-testkit/testkit/internal/poll"
 	"github.com/multikueue-testkit/testkit/topology"
 )
 
 // haCluster runs one cluster's Kueue as several replicas: the replicas
-// (kueueProcess with a replica), the egress proxy that is their network as
-// the API server sees it, the Services and EndpointSlices through which the
-// API server reaches them, and the stand-in for the kubelet's readiness
-// probe and the EndpointSlice controller (probe).
+// (Kueue processes), the egress proxy that is their network as the API
+// server sees it, the Services and EndpointSlices through which the API
+// server reaches them, and the stand-in for the kubelet's readiness probe and
+// the EndpointSlice controller (probe).
 type haCluster struct {
 	cluster string
 	dir     string
@@ -49,7 +41,7 @@ type haCluster struct {
 	namespace string
 	caPEM     []byte
 	client    client.Client // the agent's identity: it plays the kubelet and the EndpointSlice controller
-	replicas  []*kueueProcess
+	replicas  []*replica
 	services  haServices
 
 	mu sync.Mutex
@@ -71,14 +63,6 @@ func (lc *localCluster) prepareHA(o Options, role topology.Role) error {
 	if h.replicas(role) < 2 {
 		return nil
 	}
-	// The replicas' leader election (client-go) and visibility servers
-	// (k8s.io/apiserver) log through klog, to stderr by default: send it
-	// where controller-runtime's global logger goes (installLogger).
-	if o.Logger != nil {
-		klog.SetLogger(*o.Logger)
-	} else {
-		klog.SetLogger(logr.Discard())
-	}
 	proxy, err := newEgressProxy(lc.name, lc.cp.dir)
 	if err != nil {
 		return err
@@ -94,51 +78,22 @@ func (lc *localCluster) prepareHA(o Options, role topology.Role) error {
 	return nil
 }
 
-// startKueue starts the cluster's Kueue and registers its webhooks: one
-// Kueue whose webhooks the API server calls by URL, or, in HA mode, the
-// replicas behind Services.
-func (lc *localCluster) startKueue(ctx context.Context, c *topology.Cluster, hooks webhookConfigs) error {
-	if lc.ha == nil {
-		// Nothing refers to the webhook port before registerWebhooks: a
-		// start that lost its port to another process is retried on a
-		// fresh one.
-		err := lc.kueue.start(ctx)
-		for attempt := 1; attempt < 3 && errors.Is(err, syscall.EADDRINUSE); attempt++ {
-			if lc.kueue.webhookPort, err = lc.cp.ports.free(); err != nil {
-				return err
-			}
-			err = lc.kueue.start(ctx)
-		}
-		if err != nil {
-			return err
-		}
-		return registerWebhooks(ctx, c, hooks, servedBy(lc.kueue.server), lc.kueue.webhookPort, lc.cp.ca.certPEM)
+// start makes the replicas (Kueue processes kueue-0, kueue-1, ... with a
+// certificate for the Services' names, each dialling its API server through
+// a forwarder of its own), starts kueue-0 and waits until it leads, starts
+// the others, then registers the Services, their endpoints, the webhooks and
+// the visibility APIServices, and waits until the APIServices are Available.
+func (h *haCluster) start(ctx context.Context, c *topology.Cluster, lc *localCluster, kb *binaryKueue, hooks webhookConfigs, o Options) error {
+	h.namespace = kb.namespace
+	if h.namespace == "" {
+		h.namespace = topology.DefaultKueueNamespace
 	}
-	return lc.ha.start(ctx, c, lc.kueue, hooks)
-}
-
-// Files of the replicas in the cluster's directory.
-const (
-	replicaCertDir    = "kueue-replicas-certs"
-	replicaKubeconfig = "kueue-replicas.kubeconfig"
-)
-
-// start builds the replicas from first (the cluster's Kueue as the
-// single-replica topology would run it; it becomes kueue-0), starts kueue-0
-// and waits until it leads, starts the others, then registers the Services,
-// their endpoints, the webhooks and the visibility APIServices, and waits
-// until the APIServices are Available.
-func (h *haCluster) start(ctx context.Context, c *topology.Cluster, first *kueueProcess, hooks webhookConfigs) error {
-	cfg, err := readKueueConfig(first.configPath)
-	if err != nil {
-		return fmt.Errorf("cluster %q: %w", h.cluster, err)
-	}
-	h.namespace = ptr.Deref(cfg.Namespace, configapi.DefaultNamespace)
 	h.caPEM = h.cp.ca.certPEM
+	var err error
 	if h.client, err = client.New(h.cp.configAs(h.cp.agent), client.Options{}); err != nil {
 		return err
 	}
-	if h.services, err = loadHAServices(ctx, h.namespace); err != nil {
+	if h.services, err = loadHAServices(kb.bin.SourceDir, h.namespace); err != nil {
 		return fmt.Errorf("cluster %q: %w", h.cluster, err)
 	}
 	// The Lease lives in Kueue's namespace.
@@ -146,47 +101,47 @@ func (h *haCluster) start(ctx context.Context, c *topology.Cluster, first *kueue
 	if _, err := controllerutil.CreateOrUpdate(ctx, c.Client, ns, func() error { return nil }); err != nil {
 		return fmt.Errorf("cluster %q: create Namespace %s: %w", h.cluster, h.namespace, err)
 	}
-	certDir, err := h.writeReplicaFiles()
+	serving, err := h.cp.ca.issue(&x509.Certificate{
+		Subject:     pkix.Name{CommonName: "kueue-replicas"},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
+		DNSNames:    []string{"localhost", h.services.webhook.dnsName(), h.services.visibility.dnsName()},
+	})
 	if err != nil {
-		return fmt.Errorf("cluster %q: replicas' certificates: %w", h.cluster, err)
+		return fmt.Errorf("cluster %q: replicas' certificate: %w", h.cluster, err)
 	}
-	authKubeconfig := filepath.Join(h.dir, replicaKubeconfig)
+	le := h.ha.leaderElection(h.namespace)
 	for i := range h.ha.Replicas {
-		k := first
-		if i > 0 {
-			port, err := h.cp.ports.free()
-			if err != nil {
-				return err
-			}
-			k = &kueueProcess{cluster: first.cluster, configPath: first.configPath, webhookPort: port, caPEM: first.caPEM,
-				batch: first.batch, verbosity: first.verbosity, startTimeout: first.startTimeout}
-		}
-		visPort, err := h.cp.ports.free()
-		if err != nil {
+		r := &replica{cluster: h.cluster, name: replicaName(i), index: i}
+		if r.api, err = newForwarder(h.cp.apiPort); err != nil {
 			return err
 		}
-		r := &replica{cluster: h.cluster, name: replicaName(i), index: i, visibilityPort: visPort,
-			visibilityCert: filepath.Join(certDir, "tls.crt"), visibilityKey: filepath.Join(certDir, "tls.key"),
-			authKubeconfig: authKubeconfig, net: newCuttableNet()}
-		k.replica = r
-		k.certDir = certDir
-		k.logPath = filepath.Join(h.dir, r.name+".log")
-		k.restConfig = withNet(h.cp.configAs(h.cp.kueue), r.net)
-		h.replicas = append(h.replicas, k)
-		h.proxy.route(podAddress(i, h.services.webhookTargetPort), k.webhookPort)
-		h.proxy.route(podAddress(i, h.services.visibilityTargetPort), visPort)
+		h.replicas = append(h.replicas, r) // close closes its forwarders from here on
+		if r.bin, err = lc.newKueueBinary(kb, o, kueueProcessFiles{
+			name: r.name, hostname: r.name, serving: &serving, apiServer: r.api.url(), leaderElection: le,
+		}); err != nil {
+			return err
+		}
+		if r.vis, err = newForwarder(r.bin.visibilityPort); err != nil {
+			return err
+		}
+		h.proxy.route(podAddress(i, h.services.webhookTargetPort), r.bin.webhookPort)
+		h.proxy.route(podAddress(i, h.services.visibilityTargetPort), r.vis.port())
 	}
 	// kueue-0 first, so that the leader at start is known.
 	if err := h.startReplica(ctx, h.replicas[0]); err != nil {
 		return err
 	}
-	if err := h.waitLeader(ctx, h.replicas[0].replica.name, h.ha.LeaseDuration+h.timeout()); err != nil {
+	if h.replicas[0].bin.reported, err = reportedVersion(h.replicas[0].bin.proc.logPath); err != nil {
+		return fmt.Errorf("cluster %q: %w", h.cluster, err)
+	}
+	if err := h.waitLeader(ctx, h.replicas[0].name, h.ha.LeaseDuration+h.timeout()); err != nil {
 		return err
 	}
 	errs := make([]error, len(h.replicas))
 	var wg sync.WaitGroup
-	for i, k := range h.replicas[1:] {
-		wg.Go(func() { errs[i] = h.startReplica(ctx, k) })
+	for i, r := range h.replicas[1:] {
+		wg.Go(func() { errs[i] = h.startReplica(ctx, r) })
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
@@ -202,61 +157,34 @@ func (h *haCluster) start(ctx context.Context, c *topology.Cluster, first *kueue
 	return h.waitAPIServicesAvailable(ctx)
 }
 
+// first is kueue-0, whose configuration and reported version the topology
+// publishes.
+func (h *haCluster) first() *kueueBinary { return h.replicas[0].bin }
+
 func (h *haCluster) timeout() time.Duration { return h.cp.timeout }
 
-// writeReplicaFiles writes the replicas' serving certificate (for
-// 127.0.0.1, localhost and the two Services' DNS names, which the API server
-// checks when it calls through a Service) and the kubeconfig of their
-// visibility servers' delegated authentication (Kueue's identity).
-func (h *haCluster) writeReplicaFiles() (string, error) {
-	dir := filepath.Join(h.dir, replicaCertDir)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", err
-	}
-	kp, err := h.cp.ca.issue(&x509.Certificate{
-		Subject:     pkix.Name{CommonName: "kueue-replicas"},
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
-		DNSNames:    []string{"localhost", h.services.webhook.dnsName(), h.services.visibility.dnsName()},
-	})
-	if err != nil {
-		return "", err
-	}
-	for name, data := range map[string][]byte{"tls.crt": kp.cert, "tls.key": kp.key} {
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
-			return "", err
-		}
-	}
-	id := h.cp.kueue
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters[h.cluster] = &clientcmdapi.Cluster{Server: h.cp.host(), CertificateAuthorityData: h.cp.ca.certPEM}
-	kc.AuthInfos[kueueUser] = &clientcmdapi.AuthInfo{ClientCertificateData: id.cert, ClientKeyData: id.key}
-	kc.Contexts[h.cluster] = &clientcmdapi.Context{Cluster: h.cluster, AuthInfo: kueueUser}
-	kc.CurrentContext = h.cluster
-	path := filepath.Join(h.dir, replicaKubeconfig)
-	if err := clientcmd.WriteToFile(*kc, path); err != nil {
-		return "", err
-	}
-	return dir, os.Chmod(path, 0o600)
-}
-
-// startReplica starts k and waits until its visibility server answers
-// /readyz directly.
-func (h *haCluster) startReplica(ctx context.Context, k *kueueProcess) error {
-	k.replica.net.setCut(false)
-	if err := k.start(ctx); err != nil {
-		return fmt.Errorf("replica %s: %w", k.replica.name, err)
+// startReplica starts r (its forwarders restored) and waits until it is
+// ready and its visibility server answers /readyz through its forwarder.
+func (h *haCluster) startReplica(ctx context.Context, r *replica) error {
+	r.api.setCut(false)
+	r.vis.setCut(false)
+	r.mu.Lock()
+	r.startedAt = time.Now()
+	r.identity = ""
+	r.mu.Unlock()
+	if err := r.bin.start(ctx); err != nil {
+		return fmt.Errorf("replica %s: %w", r.name, err)
 	}
 	hc := h.directClient()
 	defer hc.CloseIdleConnections()
-	u := fmt.Sprintf("https://127.0.0.1:%d/readyz", k.replica.visibilityPort)
-	if err := poll.Until(ctx, h.timeout(), fmt.Sprintf("cluster %q: replica %s's visibility server to answer %s", h.cluster, k.replica.name, u),
+	u := r.vis.url() + "/readyz"
+	if err := poll.Until(ctx, h.timeout(), fmt.Sprintf("cluster %q: replica %s's visibility server to answer %s", h.cluster, r.name, u),
 		func(context.Context) error { return getOK(hc, u) }); err != nil {
 		return err
 	}
 	h.mu.Lock()
-	delete(h.down, k.replica.name)
-	delete(h.terminating, k.replica.name)
+	delete(h.down, r.name)
+	delete(h.terminating, r.name)
 	h.mu.Unlock()
 	return nil
 }
@@ -272,41 +200,43 @@ func (h *haCluster) directClient() *http.Client {
 	}}
 }
 
+// replicaGrace is how long a replica stopped gracefully has between SIGTERM
+// and SIGKILL (a pod's terminationGracePeriodSeconds is 30 s by default;
+// Kueue's shutdown takes well under that).
+const replicaGrace = 30 * time.Second
+
 // stopReplica stops one replica. Gracefully (kill false), as a pod deleted
-// with SIGTERM: its endpoints turn terminating at once and controller-runtime
-// shuts down in order and releases the Lease if it leads (Kueue's
-// config.Load sets LeaderElectionReleaseOnCancel). Killed (kill true), as a
-// crashed process: its network to its API server is cut and every runnable's
-// context cancelled at once, so it cannot release the Lease, and reconciles
-// in flight abort their requests (to the workers too, which the cut does not
-// reach: MultiKueue's clients are built from the shared kubeconfig Secret);
-// its endpoints stay ready until the readiness probe fails.
-func (h *haCluster) stopReplica(k *kueueProcess, kill bool) error {
-	name := k.replica.name
+// with SIGTERM: its endpoints turn terminating at once and Kueue shuts down
+// in order and releases the Lease if it leads (Kueue's config.Load sets
+// LeaderElectionReleaseOnCancel). Killed (kill true), as a crashed process:
+// SIGKILL, so it releases nothing and writes nothing more, to its own API
+// server or the workers; its endpoints stay ready until the readiness probe
+// fails.
+func (h *haCluster) stopReplica(r *replica, kill bool) error {
 	h.mu.Lock()
-	h.down[name] = true
+	h.down[r.name] = true
 	if !kill {
-		h.terminating[name] = true
+		h.terminating[r.name] = true
 	}
 	h.mu.Unlock()
 	if kill {
-		k.replica.net.setCut(true)
-		k.replica.crashNow()
-	} else if err := h.writeEndpoints(context.Background(), h.readiness()); err != nil {
+		return r.bin.stop()
+	}
+	if err := h.writeEndpoints(context.Background(), h.readiness()); err != nil {
 		return err
 	}
-	return k.stop()
+	return r.bin.terminate(replicaGrace)
 }
 
-func (h *haCluster) replica(name string) (*kueueProcess, error) {
-	for _, k := range h.replicas {
-		if k.replica.name == name {
-			return k, nil
+func (h *haCluster) replica(name string) (*replica, error) {
+	for _, r := range h.replicas {
+		if r.name == name {
+			return r, nil
 		}
 	}
 	names := make([]string, len(h.replicas))
-	for i, k := range h.replicas {
-		names[i] = k.replica.name
+	for i, r := range h.replicas {
+		names[i] = r.name
 	}
 	return nil, fmt.Errorf("cluster %q has no Kueue replica %q (it has %v)", h.cluster, name, names)
 }
@@ -314,8 +244,8 @@ func (h *haCluster) replica(name string) (*kueueProcess, error) {
 // stopAll stops every replica gracefully (Lifecycle.StopKueue).
 func (h *haCluster) stopAll(context.Context) error {
 	var errs []error
-	for _, k := range h.replicas {
-		errs = append(errs, h.stopReplica(k, false))
+	for _, r := range h.replicas {
+		errs = append(errs, h.stopReplica(r, false))
 	}
 	return errors.Join(errs...)
 }
@@ -323,18 +253,16 @@ func (h *haCluster) stopAll(context.Context) error {
 // startAll starts the replicas that are not running (Lifecycle.StartKueue).
 func (h *haCluster) startAll(ctx context.Context) error {
 	var errs []error
-	for _, k := range h.replicas {
-		h.mu.Lock()
-		down := h.down[k.replica.name]
-		h.mu.Unlock()
-		if down {
-			errs = append(errs, h.startReplica(ctx, k))
+	for _, r := range h.replicas {
+		if !r.bin.running() {
+			errs = append(errs, h.startReplica(ctx, r))
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// close stops the probe, every replica and the egress proxy. Nil-safe.
+// close stops the probe, every replica, their forwarders and the egress
+// proxy. Nil-safe.
 func (h *haCluster) close() error {
 	if h == nil {
 		return nil
@@ -348,47 +276,58 @@ func (h *haCluster) close() error {
 		<-done
 	}
 	var errs []error
-	for _, k := range h.replicas {
-		// A replica whose manager exited on its own (a leader that lost the
-		// Lease: a pod that would restart) is no teardown failure.
-		exited := !k.running()
-		if err := k.stop(); err != nil && !exited {
-			errs = append(errs, err)
+	for _, r := range h.replicas {
+		if r.bin != nil {
+			errs = append(errs, r.bin.stop())
 		}
+		errs = append(errs, r.api.close(), r.vis.close())
 	}
 	return errors.Join(append(errs, h.proxy.close())...)
 }
 
 // Leader election.
 
-// leaseHolder returns the holder identity of Kueue's leader Lease ("" when
-// free or absent).
-func (h *haCluster) leaseHolder(ctx context.Context) (string, error) {
+// lease returns Kueue's leader Lease (nil when absent).
+func (h *haCluster) lease(ctx context.Context) (*coordinationv1.Lease, error) {
 	lease := &coordinationv1.Lease{}
-	key := client.ObjectKey{Namespace: h.namespace, Name: configapi.DefaultLeaderElectionID}
+	key := client.ObjectKey{Namespace: h.namespace, Name: kueueLeaderElectionID}
 	if err := h.client.Get(ctx, key, lease); err != nil {
-		return "", client.IgnoreNotFound(err)
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("cluster %q: Lease %s/%s: %w", h.cluster, h.namespace, kueueLeaderElectionID, err)
 	}
-	return ptr.Deref(lease.Spec.HolderIdentity, ""), nil
+	return lease, nil
 }
 
-// leader returns the replica whose identity holds the Lease ("" when none
-// does).
+// leader returns the replica whose current start holds the Lease ("" when
+// none does): the holder identity starts with its host name and was
+// acquired after the replica started (a holder written by its previous
+// start, before a kill, is not its current identity).
 func (h *haCluster) leader(ctx context.Context) (string, error) {
-	holder, err := h.leaseHolder(ctx)
-	if err != nil {
-		return "", fmt.Errorf("cluster %q: Lease %s/%s: %w", h.cluster, h.namespace, configapi.DefaultLeaderElectionID, err)
+	lease, err := h.lease(ctx)
+	if err != nil || lease == nil {
+		return "", err
 	}
-	for _, k := range h.replicas {
-		if id := k.replica.currentIdentity(); id != "" && id == holder {
-			return k.replica.name, nil
-		}
+	holder := ptr.Deref(lease.Spec.HolderIdentity, "")
+	r, err := h.replica(replicaOfHolder(holder))
+	if holder == "" || err != nil {
+		return "", nil
 	}
-	return "", nil
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.identity == holder {
+		return r.name, nil
+	}
+	if lease.Spec.AcquireTime == nil || lease.Spec.AcquireTime.Time.Before(r.startedAt) {
+		return "", nil
+	}
+	r.identity = holder
+	return r.name, nil
 }
 
 func (h *haCluster) waitLeader(ctx context.Context, name string, timeout time.Duration) error {
-	return poll.Until(ctx, timeout, fmt.Sprintf("cluster %q: replica %s to hold Kueue's leader Lease %s/%s", h.cluster, name, h.namespace, configapi.DefaultLeaderElectionID),
+	return poll.Until(ctx, timeout, fmt.Sprintf("cluster %q: replica %s to hold Kueue's leader Lease %s/%s", h.cluster, name, h.namespace, kueueLeaderElectionID),
 		func(ctx context.Context) error {
 			got, err := h.leader(ctx)
 			if err != nil {
@@ -408,11 +347,11 @@ func (h *haCluster) waitLeader(ctx context.Context, name string, timeout time.Du
 // webhook server; the visibility server is not part of it, in Kueue either).
 func (h *haCluster) readiness() map[string]bool {
 	out := make(map[string]bool, len(h.replicas))
-	for _, k := range h.replicas {
+	for _, r := range h.replicas {
 		h.mu.Lock()
-		down := h.down[k.replica.name]
+		down := h.down[r.name]
 		h.mu.Unlock()
-		out[k.replica.name] = !down && dialTLS(k.webhookPort) == nil
+		out[r.name] = !down && dialTLS(r.bin.webhookPort) == nil
 	}
 	return out
 }

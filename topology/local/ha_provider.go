@@ -19,7 +19,9 @@ type Replica struct {
 	// starts a deployed Kueue's.
 	Cluster, Name string
 	// Identity is the holder identity the replica writes into Kueue's
-	// leader Lease while it leads: "<Name>_<uuid>", new at every start.
+	// leader Lease while it leads: "<Name>_<uuid>" (its host name is its
+	// Name), new at every start; "" until this start has been seen leading
+	// (LeaderReplica).
 	Identity string
 	// Running is false once StopReplica or KillReplica stopped it (until
 	// StartReplica or Lifecycle.StartKueue), or once its manager exited on
@@ -29,8 +31,9 @@ type Replica struct {
 	// EndpointSlices.
 	Ready bool
 	// Visibility reaches this replica's visibility server directly
-	// (https://127.0.0.1:<port>, the cluster's CA, admin credentials), not
-	// through the API server: with it a test asks each replica itself.
+	// (https://127.0.0.1:<port> of the forwarder in front of it, the
+	// cluster's CA, admin credentials), not through the API server: with it
+	// a test asks each replica itself.
 	Visibility *rest.Config
 	// WebhookURL is its webhook server (https://127.0.0.1:<port>), whose
 	// certificate the cluster's CA signs; WebhookCA is that CA.
@@ -61,16 +64,15 @@ func (p *Provider) Replicas(cluster string) ([]Replica, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	out := make([]Replica, 0, len(h.replicas))
-	for i, k := range h.replicas {
-		r := k.replica
+	for i, r := range h.replicas {
 		out = append(out, Replica{
 			Cluster:          h.cluster,
 			Name:             r.name,
 			Identity:         r.currentIdentity(),
-			Running:          !h.down[r.name] && k.running(),
+			Running:          !h.down[r.name] && r.bin.running(),
 			Ready:            h.ready[r.name],
 			Visibility:       h.visibilityConfig(r),
-			WebhookURL:       "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(k.webhookPort)),
+			WebhookURL:       "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(r.bin.webhookPort)),
 			WebhookCA:        append([]byte(nil), h.caPEM...),
 			WebhookEgress:    h.proxy.statsFor(podAddress(i, h.services.webhookTargetPort)),
 			VisibilityEgress: h.proxy.statsFor(podAddress(i, h.services.visibilityTargetPort)),
@@ -96,7 +98,7 @@ func (p *Provider) VisibilityConfigs(cluster string) (map[string]*rest.Config, e
 
 func (h *haCluster) visibilityConfig(r *replica) *rest.Config {
 	cfg := h.cp.restConfig()
-	cfg.Host = "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(r.visibilityPort))
+	cfg.Host = r.vis.url()
 	return cfg
 }
 
@@ -112,75 +114,81 @@ func (p *Provider) LeaderReplica(ctx context.Context, cluster string) (string, e
 }
 
 // StopReplica stops one replica as a pod deleted with SIGTERM stops: its
-// endpoints turn terminating, the manager stops (webhooks, visibility,
-// controllers) and, if it leads, releases the Lease, so another replica takes
-// over within a RetryPeriod.
+// endpoints turn terminating, the process gets SIGTERM (SIGKILL 30 s later)
+// and shuts down (webhooks, visibility, controllers) and, if it leads,
+// releases the Lease, so another replica takes over within a RetryPeriod.
 func (p *Provider) StopReplica(_ context.Context, cluster, name string) error {
-	h, k, err := p.haReplica(cluster, name)
+	h, r, err := p.haReplica(cluster, name)
 	if err != nil {
 		return err
 	}
-	return h.stopReplica(k, false)
+	return h.stopReplica(r, false)
 }
 
-// KillReplica stops one replica as a crashed process stops: its network to
-// the API server is cut first, so it releases nothing and writes nothing on
-// its way out; its webhook and visibility servers close; its endpoints stay
-// ready until the readiness probe fails (within HA.ProbePeriod). If it led,
-// another replica takes over once the Lease expires (about LeaseDuration).
+// KillReplica SIGKILLs one replica, as a crashed process or a node lost:
+// it releases nothing and writes nothing on its way out; its webhook and
+// visibility servers close; its endpoints stay ready until the readiness
+// probe fails (within HA.ProbePeriod). If it led, another replica takes over
+// once the Lease expires (about LeaseDuration).
 func (p *Provider) KillReplica(_ context.Context, cluster, name string) error {
-	h, k, err := p.haReplica(cluster, name)
+	h, r, err := p.haReplica(cluster, name)
 	if err != nil {
 		return err
 	}
-	return h.stopReplica(k, true)
+	return h.stopReplica(r, true)
 }
 
 // StartReplica starts a stopped or killed replica again (a new identity; it
 // follows until it wins the Lease).
 func (p *Provider) StartReplica(ctx context.Context, cluster, name string) error {
-	h, k, err := p.haReplica(cluster, name)
+	h, r, err := p.haReplica(cluster, name)
 	if err != nil {
 		return err
 	}
-	return h.startReplica(ctx, k)
+	return h.startReplica(ctx, r)
 }
 
-// StopVisibility stops only the visibility server of one replica, leaving
-// its manager and webhooks running and its endpoint ready: a replica whose
-// visibility handler is broken, for tests. Starting the replica again after
-// StopReplica brings it back.
+// StopVisibility makes only the visibility server of one replica
+// unreachable (the forwarder in front of it closes every connection, from
+// the API server and from Replica.Visibility alike), leaving the process,
+// its webhooks and its endpoint ready: a replica whose visibility handler is
+// broken, for tests. Starting the replica again after StopReplica brings it
+// back.
 func (p *Provider) StopVisibility(_ context.Context, cluster, name string) error {
-	_, k, err := p.haReplica(cluster, name)
+	_, r, err := p.haReplica(cluster, name)
 	if err != nil {
 		return err
 	}
-	return k.replica.stopVisibility()
+	r.vis.setCut(true)
+	return nil
 }
 
-// PartitionReplica cuts one replica's network to its API server and
+// PartitionReplica cuts one replica's network to its API server (the
+// forwarder it dials closes every connection and refuses new ones) and
 // leaves it running (heal with HealReplica): its caches and queues stop
 // following the cluster, while its webhook and visibility servers keep
-// answering — from stale state. A partitioned leader cannot renew the Lease:
-// controller-runtime stops it after RenewDeadline, as the real process
-// exits, and another replica takes over.
+// answering from stale state (the visibility server authorizes through the
+// same cut network: cached decisions only, as a real partitioned pod). A
+// partitioned leader cannot renew the Lease: Kueue exits after
+// RenewDeadline, and another replica takes over. MultiKueue's connections to
+// the workers are not cut.
 func (p *Provider) PartitionReplica(_ context.Context, cluster, name string) error {
-	_, k, err := p.haReplica(cluster, name)
+	_, r, err := p.haReplica(cluster, name)
 	if err != nil {
 		return err
 	}
-	k.replica.net.setCut(true)
+	r.api.setCut(true)
 	return nil
 }
 
 // HealReplica ends PartitionReplica: the replica reaches its API server again
 // and its informers catch up.
 func (p *Provider) HealReplica(_ context.Context, cluster, name string) error {
-	_, k, err := p.haReplica(cluster, name)
+	_, r, err := p.haReplica(cluster, name)
 	if err != nil {
 		return err
 	}
-	k.replica.net.setCut(false)
+	r.api.setCut(false)
 	return nil
 }
 
@@ -199,29 +207,11 @@ func (p *Provider) haCluster(cluster string) (*haCluster, error) {
 	return nil, fmt.Errorf("local: no cluster %q", cluster)
 }
 
-func (p *Provider) haReplica(cluster, name string) (*haCluster, *kueueProcess, error) {
+func (p *Provider) haReplica(cluster, name string) (*haCluster, *replica, error) {
 	h, err := p.haCluster(cluster)
 	if err != nil {
 		return nil, nil, err
 	}
-	k, err := h.replica(name)
-	return h, k, err
-}
-
-// running reports whether k's manager runs (started and not exited).
-func (k *kueueProcess) running() bool {
-	if !k.mu.TryLock() {
-		return true // starting or stopping
-	}
-	defer k.mu.Unlock()
-	if k.cancel == nil {
-		return false
-	}
-	select {
-	case err := <-k.done:
-		k.done <- err
-		return false
-	default:
-		return true
-	}
+	r, err := h.replica(name)
+	return h, r, err
 }

@@ -22,7 +22,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/yaml"
 
-	"github.com/multikueue-testkit/testkit/internal/modsrc"
 	"github.com/multikueue-testkit/testkit/internal/poll"
 	"github.com/multikueue-testkit/testkit/topology"
 )
@@ -45,12 +44,9 @@ type haServices struct {
 	apiServices                             []*unstructured.Unstructured
 }
 
-// loadHAServices reads Kueue's Service and APIService manifests.
-func loadHAServices(ctx context.Context, namespace string) (haServices, error) {
-	root, err := modsrc.Dir(ctx, modsrc.Kueue)
-	if err != nil {
-		return haServices{}, err
-	}
+// loadHAServices reads Kueue's Service and APIService manifests from its
+// source tree root.
+func loadHAServices(root, namespace string) (haServices, error) {
 	comp := filepath.Join(root, "config", "components")
 	var out haServices
 	for _, s := range []struct {
@@ -124,7 +120,11 @@ func (h *haCluster) register(ctx context.Context, c *topology.Cluster, hooks web
 	if err := h.writeEndpoints(ctx, h.currentReadiness()); err != nil {
 		return err
 	}
-	if err := registerWebhooks(ctx, c, hooks, servedBy(h.replicas[0].server), h.replicas[0].webhookPort, h.caPEM); err != nil {
+	served, err := h.first().servedPaths(ctx, hooks.paths())
+	if err != nil {
+		return err
+	}
+	if err := registerWebhooks(ctx, c, hooks, served, h.first().webhookPort, h.caPEM); err != nil {
 		return err
 	}
 	if err := h.pointWebhooksAtService(ctx, c, hooks); err != nil {
@@ -157,7 +157,7 @@ func (h *haCluster) pointWebhooksAtService(ctx context.Context, c *topology.Clus
 			return
 		}
 		u := *cc.URL
-		prefix := "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(h.replicas[0].webhookPort))
+		prefix := "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(h.first().webhookPort))
 		if len(u) < len(prefix) || u[:len(prefix)] != prefix {
 			return
 		}
@@ -233,8 +233,8 @@ func (h *haCluster) writeEndpoints(ctx context.Context, ready map[string]bool) e
 			es.AddressType = discoveryv1.AddressTypeIPv4
 			es.Ports = []discoveryv1.EndpointPort{{Name: ptr.To(s.svc.port.Name), Port: ptr.To(int32(s.target)), Protocol: ptr.To(corev1.ProtocolTCP)}}
 			es.Endpoints = es.Endpoints[:0]
-			for i, k := range h.replicas {
-				name := k.replica.name
+			for i, r := range h.replicas {
+				name := r.name
 				es.Endpoints = append(es.Endpoints, discoveryv1.Endpoint{
 					Addresses: []string{podIP(i)},
 					Hostname:  ptr.To(name),

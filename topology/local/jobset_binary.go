@@ -12,13 +12,18 @@ import (
 	"github.com/multikueue-testkit/testkit/topology"
 )
 
-// With the Kueue binary, JobSet's controller runs as its binary too
+// JobSet's controller runs as its binary
 // (sigs.k8s.io/jobset's main, at the version the Kueue under test requires
 // in its go.mod, as Kueue's e2e tests install it), on every cluster with
 // the JobSet integration, with every webhook its manifests register
 // (defaulting and validation of JobSets, its pod webhooks): what its chart
 // deploys, on loopback. On the manager its controller leaves MultiKueue's
 // JobSets (spec.managedBy) alone.
+
+// jobSetWebhookPrefix prefixes JobSet's webhook configuration names, next to
+// Kueue's "kueue-" ones; its webhook paths equal Kueue's JobSet webhook
+// paths, so it has a server and port of its own.
+const jobSetWebhookPrefix = "jobset-"
 
 // ensureJobSet finds or builds the JobSet controller binary at the version
 // the Kueue binary bin requires in its go.mod.

@@ -58,8 +58,9 @@ var gitVersionRE = regexp.MustCompile(`"gitVersion":"([^"]+)"`)
 // the chart would install) with what a process on loopback needs in place
 // of what a Deployment has: its ports on 127.0.0.1, certificates handed to
 // it instead of internal certificate management (there is no Service for
-// it to put in a certificate), no leader election (one replica).
-func kueueBinaryConfig(chartYAML string, gates map[string]bool, k *kueueBinary, webhookCertDir string) ([]byte, error) {
+// it to put in a certificate), leader election as given (nil: off, one
+// replica).
+func kueueBinaryConfig(chartYAML string, gates map[string]bool, k *kueueBinary, webhookCertDir string, leaderElection map[string]any) ([]byte, error) {
 	m := map[string]any{}
 	if err := yaml.Unmarshal([]byte(chartYAML), &m); err != nil {
 		return nil, fmt.Errorf("cluster %q: the chart's Kueue configuration: %w", k.cluster, err)
@@ -71,6 +72,9 @@ func kueueBinaryConfig(chartYAML string, gates map[string]bool, k *kueueBinary, 
 		// all of what runs, for ReadKueueFacts. Kueue refuses a gate given
 		// both ways.
 		m["featureGates"] = gates
+	}
+	if leaderElection != nil {
+		m["leaderElection"] = leaderElection
 	}
 	vis := section(m, "visibilityServer")
 	vis["bindPort"] = k.visibilityPort
@@ -134,10 +138,7 @@ func (p *Provider) prepareBinaryKueue(ctx context.Context, root string, spec top
 	if err != nil {
 		return nil, fmt.Errorf("local: %w", err)
 	}
-	cfg, err := kueueConfiguration(ctx, root, spec, needs, false)
-	if err != nil {
-		return nil, err
-	}
+	cfg := kueueConfiguration(root, spec, needs)
 	y, gates, err := install.KueueConfig(filepath.Join(bin.SourceDir, "charts", "kueue"), cfg)
 	if err != nil {
 		return nil, fmt.Errorf("local: Kueue %s: %w", bin.Version, err)
@@ -167,49 +168,18 @@ func execKubeconfigOf(cp *configapi.ClusterProfile, path string) string {
 const clusterProfileGate = "MultiKueueClusterProfile"
 
 // startBinaryKueue starts the cluster's Kueue binary and registers the
-// webhooks it serves, by URL on 127.0.0.1.
+// webhooks it serves, by URL on 127.0.0.1; in HA mode (lc.ha) the replicas
+// behind Services instead.
 func (lc *localCluster) startBinaryKueue(ctx context.Context, c *topology.Cluster, kb *binaryKueue, hooks webhookConfigs, o Options) error {
-	k := &kueueBinary{bin: kb.bin, controllerBinary: controllerBinary{
-		name: "kueue", cluster: lc.name, path: kb.bin.Path, version: kb.bin.Version,
-		dir: filepath.Join(lc.cp.dir, "kueue"), timeout: o.StartTimeout,
-	}}
-	if err := k.allocate(lc.cp, &k.visibilityPort); err != nil {
+	if err := lc.beforeKueue(ctx, kb, o); err != nil {
 		return err
 	}
-	const webhookCerts = "webhook-certs"
-	if err := k.writeServingCert(lc.cp, webhookCerts, assets.KueueVisibilityCertDir, assets.KueueMetricsCertDir); err != nil {
-		return fmt.Errorf("cluster %q: Kueue's certificates: %w", lc.name, err)
+	if lc.ha != nil {
+		return lc.ha.start(ctx, c, lc, kb, hooks, o)
 	}
-	kubeconfig := filepath.Join(k.dir, "kueue.kubeconfig")
-	if err := lc.cp.writeClientKubeconfig(kubeconfig, kueueUser, lc.cp.kueue); err != nil {
-		return err
-	}
-	raw, err := kueueBinaryConfig(kb.chartYAML, kb.gates, k, filepath.Join(k.dir, webhookCerts))
+	k, err := lc.newKueueBinary(kb, o, kueueProcessFiles{name: "kueue"})
 	if err != nil {
 		return err
-	}
-	k.configPath = filepath.Join(k.dir, "config.yaml")
-	if err := os.WriteFile(k.configPath, raw, 0o600); err != nil {
-		return err
-	}
-	if kb.gates[clusterProfileGate] {
-		// A Kueue with the gate watches ClusterProfiles and exits after its
-		// cache-sync timeout when the CRD is missing: install it first, as
-		// for the in-process Kueue.
-		if err := ensureClusterProfileCRD(ctx, lc.name, lc.cp.restConfig(), o.StartTimeout); err != nil {
-			return err
-		}
-	}
-	// As the chart's Deployment runs it, plus the kubeconfig a pod would
-	// not need and zap's level.
-	k.args = []string{"--config=" + k.configPath, "--kubeconfig=" + kubeconfig}
-	if o.KueueLogVerbosity > 0 {
-		k.args = append(k.args, "--zap-log-level="+strconv.Itoa(o.KueueLogVerbosity))
-	}
-	if kb.execKubeconfig != "" && filepath.Dir(kb.execKubeconfig) == lc.cp.dir {
-		if err := lc.cp.writeNamespacedKubeconfig(kb.execKubeconfig, kueueUser, lc.cp.kueue, kb.namespace); err != nil {
-			return fmt.Errorf("cluster %q: write the exec plugins' kubeconfig: %w", lc.name, err)
-		}
 	}
 	lc.kueueBin = k
 	if err := k.start(ctx); err != nil {
@@ -225,6 +195,84 @@ func (lc *localCluster) startBinaryKueue(ctx context.Context, c *topology.Cluste
 	return registerWebhooks(ctx, c, hooks, served, k.webhookPort, lc.cp.ca.certPEM)
 }
 
+// beforeKueue does what must be in place before any Kueue process of the
+// cluster starts: the ClusterProfile CRD when the gate is on, the exec
+// credentials plugins' kubeconfig.
+func (lc *localCluster) beforeKueue(ctx context.Context, kb *binaryKueue, o Options) error {
+	if kb.gates[clusterProfileGate] {
+		// A Kueue with the gate watches ClusterProfiles and exits after its
+		// cache-sync timeout when the CRD is missing: install it first.
+		if err := ensureClusterProfileCRD(ctx, lc.name, lc.cp.restConfig(), o.StartTimeout); err != nil {
+			return err
+		}
+	}
+	if kb.execKubeconfig != "" && filepath.Dir(kb.execKubeconfig) == lc.cp.dir {
+		if err := lc.cp.writeNamespacedKubeconfig(kb.execKubeconfig, kueueUser, lc.cp.kueue, kb.namespace); err != nil {
+			return fmt.Errorf("cluster %q: write the exec plugins' kubeconfig: %w", lc.name, err)
+		}
+	}
+	return nil
+}
+
+// kueueProcessFiles says how one Kueue process of a cluster differs from
+// the single one: its name (its working directory <cluster>/<name> and log
+// <cluster>/<name>.log), its host name, its serving certificate, the API
+// server address it dials and its leaderElection section.
+type kueueProcessFiles struct {
+	name, hostname string
+	// serving is its serving certificate; nil issues one for 127.0.0.1.
+	serving *keyPair
+	// apiServer is the address in its kubeconfig; "" is the API server's.
+	apiServer string
+	// leaderElection is the configuration's section; nil turns it off.
+	leaderElection map[string]any
+}
+
+// newKueueBinary allocates a Kueue process's ports and writes its
+// certificates, kubeconfig and configuration, as the chart's Deployment
+// would run it plus the kubeconfig a pod would not need and zap's level.
+func (lc *localCluster) newKueueBinary(kb *binaryKueue, o Options, f kueueProcessFiles) (*kueueBinary, error) {
+	k := &kueueBinary{bin: kb.bin, controllerBinary: controllerBinary{
+		name: f.name, cluster: lc.name, path: kb.bin.Path, version: kb.bin.Version, hostname: f.hostname,
+		dir: filepath.Join(lc.cp.dir, f.name), timeout: o.StartTimeout,
+	}}
+	if err := k.allocate(lc.cp, &k.visibilityPort); err != nil {
+		return nil, err
+	}
+	const webhookCerts = "webhook-certs"
+	certDirs := []string{webhookCerts, assets.KueueVisibilityCertDir, assets.KueueMetricsCertDir}
+	var err error
+	if f.serving != nil {
+		err = k.writeCert(lc.cp, *f.serving, certDirs...)
+	} else {
+		err = k.writeServingCert(lc.cp, certDirs...)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cluster %q: %s's certificates: %w", lc.name, f.name, err)
+	}
+	server := f.apiServer
+	if server == "" {
+		server = lc.cp.host()
+	}
+	kubeconfig := filepath.Join(k.dir, "kueue.kubeconfig")
+	if err := lc.cp.writeKubeconfigVia(kubeconfig, server, kueueUser, lc.cp.kueue, ""); err != nil {
+		return nil, err
+	}
+	raw, err := kueueBinaryConfig(kb.chartYAML, kb.gates, k, filepath.Join(k.dir, webhookCerts), f.leaderElection)
+	if err != nil {
+		return nil, err
+	}
+	k.configPath = filepath.Join(k.dir, "config.yaml")
+	if err := os.WriteFile(k.configPath, raw, 0o600); err != nil {
+		return nil, err
+	}
+	k.args = []string{"--config=" + k.configPath, "--kubeconfig=" + kubeconfig}
+	if o.KueueLogVerbosity > 0 {
+		k.args = append(k.args, "--zap-log-level="+strconv.Itoa(o.KueueLogVerbosity))
+	}
+	return k, nil
+}
+
 // EnsureBinaries finds or builds every binary a local topology with these
 // options runs — kube-apiserver, etcd, kube-controller-manager, the Kueue
 // binary and, for the integrations named, the operators' (JobSet) — without
@@ -235,10 +283,6 @@ func (lc *localCluster) startBinaryKueue(ctx context.Context, c *topology.Cluste
 func EnsureBinaries(ctx context.Context, o Options, integrations ...string) error {
 	ao := o.Assets.internal()
 	if _, err := assets.Ensure(ctx, ao); err != nil {
-		return err
-	}
-	useBinary, err := o.Kueue.binary(os.Getenv, o.HA.on())
-	if err != nil || !useBinary {
 		return err
 	}
 	bin, err := assets.EnsureKueue(ctx, ao, o.Kueue.internal())

@@ -22,10 +22,7 @@ import (
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	crconfig "sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/kueue/pkg/constants"
 
 	"github.com/go-logr/logr"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
@@ -46,17 +43,6 @@ type Options struct {
 	// becoming Established and served, Kueue becoming ready, also when
 	// Cluster.Lifecycle starts it again). Default 2 minutes.
 	StartTimeout time.Duration
-	// EventsBatchPeriod (in-process Kueue only: KueueOptions.InProcess, HA;
-	// the Kueue binary runs with Kueue's built-in 1 s, which cannot be
-	// configured) is how long MultiKueue holds an event from a worker
-	// (a remote Workload or Job changed) before it reconciles the manager's
-	// Workload. Zero means DefaultEventsBatchPeriod (100 ms, the value
-	// Kueue's own MultiKueue integration suites run with);
-	// KueueEventsBatchPeriod (1 s) is what a Kueue installed from its chart
-	// runs with, and cannot be configured there. With 1 s, a Job's status
-	// reaches the manager about a second after it changed on the worker
-	// (README, "Performance").
-	EventsBatchPeriod time.Duration
 	// Sequential starts the clusters one after another instead of in
 	// parallel (for comparison benchmarks).
 	Sequential bool
@@ -79,20 +65,6 @@ type Options struct {
 	// Etcd chooses one etcd per cluster or one for the topology (EtcdMode).
 	// Default EtcdAuto: shared from BigTopologyWorkers workers on.
 	Etcd EtcdMode
-	// ChartConcurrency (in-process Kueue only; the Kueue binary always runs
-	// the chart's configuration, concurrency included) runs every cluster's
-	// Kueue with the controller
-	// concurrency of the manager configuration Kueue ships, as its chart and
-	// release manifests run it: controller.groupKindConcurrency from the
-	// pinned module's config/components/manager/controller_manager_config.yaml
-	// (5 reconciles at a time for Workloads, Jobs and Pods in v0.17.0). Off,
-	// the default, Kueue's config.Load leaves it unset and each controller
-	// runs one reconcile at a time. Not yet the default: with it,
-	// TestManagerRestart failed in 2 of 10 runs (once a manager Kueue that
-	// did not stop within 30 s, once a Job whose final status never reached
-	// the manager), not characterised yet. mktk scale turns it on: on 1 + 19
-	// it halves remote admission and dispatch latency (README, "Scale").
-	ChartConcurrency bool
 	// KueueLogVerbosity is the klog-style V level of each cluster's
 	// kueue.log (Kueue logs most decisions at 2 to 5). Default 0.
 	KueueLogVerbosity int
@@ -124,14 +96,12 @@ type Options struct {
 	// $MKTK_KUEUE_SOURCE, $MKTK_KUEUE_BINARY). Its configuration is the one
 	// that version's chart installs for the Spec; its CRDs and webhook
 	// registrations come from the same source tree. With none of those set
-	// it is DefaultKueueVersion. With HA (for now) or InProcess, Kueue runs
-	// in this process at the pinned module's version (v0.17.0).
+	// it is DefaultKueueVersion.
 	Kueue KueueOptions
-	// Logger (in-process controllers only) receives what Kueue and controller-runtime log through
-	// controller-runtime's process-global logger (each cluster's own Kueue
-	// log goes to kueue.log in its directory). In-process Kueue needs that
-	// global set, as cmd/kueue sets it; nil installs a discarding logger
-	// unless the process already installed one.
+	// Logger receives what the in-process stand-ins (the KubeRay operator)
+	// log through controller-runtime's process-global logger (Kueue, JobSet
+	// and the agent log to files in each cluster's directory); nil installs
+	// a discarding logger unless the process already installed one.
 	Logger *logr.Logger
 }
 
@@ -156,11 +126,6 @@ type AssetOptions struct {
 // KueueOptions choose the Kueue binary (Options.Kueue). At most one of
 // Source and Binary.
 type KueueOptions struct {
-	// InProcess runs Kueue in this Go process, wired from the pinned
-	// sigs.k8s.io/kueue module (v0.17.0), even when a MKTK_KUEUE_* variable
-	// asks for a binary; also $MKTK_KUEUE_INPROCESS=1. HA topologies run it
-	// too, for now. The other fields must then be empty.
-	InProcess bool
 	// Version of sigs.k8s.io/kueue to build from the Go module proxy (and
 	// cache), e.g. "v0.18.4"; default $MKTK_KUEUE_VERSION, else
 	// DefaultKueueVersion. With Binary, the version that binary is, when
@@ -182,25 +147,6 @@ const DefaultKueueVersion = assets.DefaultKueueVersion
 
 func (k KueueOptions) internal() assets.KueueOptions {
 	return assets.KueueOptions{Version: k.Version, Source: k.Source, Binary: k.Binary}
-}
-
-// EnvKueueInProcess set to 1 runs Kueue in this process
-// (KueueOptions.InProcess).
-const EnvKueueInProcess = "MKTK_KUEUE_INPROCESS"
-
-// binary reports whether Kueue runs as its binary: unless InProcess (by
-// field or environment) or HA; a binary asked for by a field together
-// with either is an error naming the fields.
-func (k KueueOptions) binary(getenv func(string) string, ha bool) (bool, error) {
-	chosen := k.Version != "" || k.Source != "" || k.Binary != ""
-	inProcess := k.InProcess || getenv(EnvKueueInProcess) == "1"
-	switch {
-	case chosen && k.InProcess:
-		return false, errors.New("local: Options.Kueue: InProcess runs the pinned module's Kueue; Version, Source and Binary choose a binary: set one or the other")
-	case chosen && ha:
-		return false, errors.New("local: Options.Kueue and Options.HA: HA runs Kueue in this process (the pinned module's), not a chosen binary, for now")
-	}
-	return !inProcess && !ha, nil
 }
 
 // Default binary versions: kube-apiserver of the Kubernetes minor Kueue
@@ -229,16 +175,6 @@ func installLogger(l *logr.Logger) {
 		ctrllog.SetLogger(logr.Discard())
 	}
 }
-
-// Events batch periods of MultiKueue (Options.EventsBatchPeriod).
-const (
-	// DefaultEventsBatchPeriod is the local topology's: what Kueue's own
-	// MultiKueue integration tests use.
-	DefaultEventsBatchPeriod = 100 * time.Millisecond
-	// KueueEventsBatchPeriod is Kueue's built-in one, which a Kueue
-	// installed from its chart runs with.
-	KueueEventsBatchPeriod = constants.UpdatesBatchPeriod
-)
 
 // Memory of big topologies: from BigTopologyWorkers workers on, every
 // kube-apiserver runs with GOMEMLIMIT=BigTopologyAPIServerMemoryLimit (a
@@ -296,9 +232,6 @@ func New(ctx context.Context, opts topology.Options, lopts Options) (*topology.T
 func NewProvider(o Options) *Provider {
 	if o.StartTimeout == 0 {
 		o.StartTimeout = startTimeout
-	}
-	if o.EventsBatchPeriod == 0 {
-		o.EventsBatchPeriod = DefaultEventsBatchPeriod
 	}
 	return &Provider{opts: o}
 }
@@ -364,23 +297,19 @@ func (p *Provider) Provision(ctx context.Context, spec topology.Spec) (*topology
 	if err != nil {
 		return nil, nil, fmt.Errorf("connector %s: %w", spec.Connector.Name(), err)
 	}
-	var kb *binaryKueue
-	var roots crdRoots
-	useBinary, err := p.opts.Kueue.binary(os.Getenv, p.opts.HA.on())
+	if err := p.opts.HA.validate(); err != nil {
+		return nil, nil, err
+	}
+	kb, err := p.prepareBinaryKueue(ctx, root, spec, needs)
 	if err != nil {
 		return nil, nil, err
 	}
-	if useBinary {
-		if kb, err = p.prepareBinaryKueue(ctx, root, spec, needs); err != nil {
+	roots := crdRoots{kueue: kb.bin.SourceDir}
+	if slices.Contains(spec.Kueue.Integrations, topology.IntegrationJobSet) {
+		if kb.jobSet, err = ensureJobSet(ctx, p.opts.Assets.internal(), kb.bin); err != nil {
 			return nil, nil, err
 		}
-		roots.kueue = kb.bin.SourceDir
-		if slices.Contains(spec.Kueue.Integrations, topology.IntegrationJobSet) {
-			if kb.jobSet, err = ensureJobSet(ctx, p.opts.Assets.internal(), kb.bin); err != nil {
-				return nil, nil, err
-			}
-			roots.jobSet = kb.jobSet.SourceDir
-		}
+		roots.jobSet = kb.jobSet.SourceDir
 	}
 	cpNeeded := p.opts.ClusterProfileCRD || needs.ClusterProfileCRD
 	mgrCRDs, err := loadCRDs(ctx, crdSources(spec.Kueue.Integrations, cpNeeded, p.opts.ServeKueueV1beta1, roots))
@@ -391,12 +320,7 @@ func (p *Provider) Provision(ctx context.Context, spec topology.Spec) (*topology
 	if err != nil {
 		return nil, nil, err
 	}
-	var hooks webhookConfigs
-	if kb != nil {
-		hooks, err = loadWebhookConfigsAt(kb.bin.SourceDir, "kueue-")
-	} else {
-		hooks, err = loadWebhookConfigs(ctx)
-	}
+	hooks, err := loadWebhookConfigsAt(kb.bin.SourceDir, "kueue-")
 	if err != nil {
 		return nil, nil, err
 	}
@@ -405,18 +329,6 @@ func (p *Provider) Provision(ctx context.Context, spec topology.Spec) (*topology
 		if jobSetHooks, err = loadWebhookConfigsAt(roots.jobSet, jobSetWebhookPrefix); err != nil {
 			return nil, nil, err
 		}
-	} else if hasCRD(workerCRDs, jobSetCRD) {
-		if jobSetHooks, err = loadJobSetWebhookConfigs(ctx); err != nil {
-			return nil, nil, err
-		}
-	}
-	kueueCfg, err := writeKueueConfig(ctx, root, spec, needs, p.opts.ChartConcurrency)
-	if err != nil {
-		return nil, nil, err
-	}
-	haCfg, err := writeHAKueueConfig(kueueCfg, p.opts.HA)
-	if err != nil {
-		return nil, nil, err
 	}
 	if !p.opts.DisableAudit {
 		if p.auditPolicy, err = auditPolicy(spec); err != nil {
@@ -442,11 +354,6 @@ func (p *Provider) Provision(ctx context.Context, spec topology.Spec) (*topology
 			return nil, nil, errors.Join(errors.New("local: provider closed during start"), etcd.stop())
 		}
 	}
-	// The in-process Kueue is the pinned module's.
-	inProcessVersion := ""
-	if kb == nil {
-		inProcessVersion = pinnedKueueVersion(ctx)
-	}
 	out := make([]*topology.Cluster, len(names))
 	errs := make([]error, len(names))
 	startOne := func(i int) {
@@ -455,14 +362,10 @@ func (p *Provider) Provision(ctx context.Context, spec topology.Spec) (*topology
 			role, crds = topology.RoleManager, mgrCRDs
 		}
 		fmt.Fprintf(spec.Progress, "local: starting %s cluster %q\n", role, names[i])
-		cfg := p.opts.HA.kueueConfigFor(role, kueueCfg, haCfg)
-		c, lc, err := p.startCluster(ctx, names[i], role, bins, crds, clusterHooks{kueue: hooks, jobSet: jobSetHooks}, cfg, kb)
+		c, lc, err := p.startCluster(ctx, names[i], role, bins, crds, clusterHooks{kueue: hooks, jobSet: jobSetHooks}, kb)
 		if err == nil {
-			version := inProcessVersion
-			if lc.kueueBin != nil {
-				cfg, version = lc.kueueBin.configPath, lc.kueueBin.reported
-			}
-			err = publishKueueConfig(ctx, c, spec.Kueue.Namespace, cfg, version)
+			k := lc.binary()
+			err = publishKueueConfig(ctx, c, spec.Kueue.Namespace, k.configPath, k.reported)
 		}
 		out[i], errs[i] = c, err
 	}
@@ -485,11 +388,6 @@ func (p *Provider) Provision(ctx context.Context, spec topology.Spec) (*topology
 	return out[0], out[1:], nil
 }
 
-func ctrlConfigSkipNameValidation() crconfig.Controller {
-	// Several managers in one process register controllers of the same name.
-	return crconfig.Controller{SkipNameValidation: ptr.To(true)}
-}
-
 // clusterHooks are the webhook registrations a cluster's components serve.
 type clusterHooks struct {
 	kueue, jobSet webhookConfigs
@@ -501,9 +399,9 @@ type clusterHooks struct {
 // controller and KubeRay on workers); on workers the agent: the Job
 // executor (without RealPods) and the pod runner (with RealPods or Ray).
 func (p *Provider) startCluster(ctx context.Context, name string, role topology.Role, bins assets.Binaries,
-	crds []*apiextensionsv1.CustomResourceDefinition, hooks clusterHooks, kueueCfg string, kb *binaryKueue) (*topology.Cluster, *localCluster, error) {
+	crds []*apiextensionsv1.CustomResourceDefinition, hooks clusterHooks, kb *binaryKueue) (*topology.Cluster, *localCluster, error) {
 	dir := filepath.Join(p.root, name)
-	if err := os.MkdirAll(filepath.Join(dir, "webhook-certs"), 0o700); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, nil, err
 	}
 	cp, err := newControlPlane(name, dir, bins, p.opts.APIServerArgs, p.opts.StartTimeout)
@@ -553,41 +451,11 @@ func (p *Provider) startCluster(ctx context.Context, name string, role topology.
 		return nil, nil, err
 	}
 
-	serving, err := cp.ca.serving("kueue-webhook")
-	if err != nil {
+	if err := lc.startBinaryKueue(ctx, c, kb, hooks.kueue, p.opts); err != nil {
 		return nil, nil, err
 	}
-	certDir := filepath.Join(dir, "webhook-certs")
-	if err := os.WriteFile(filepath.Join(certDir, "tls.crt"), serving.cert, 0o600); err != nil {
-		return nil, nil, err
-	}
-	if err := os.WriteFile(filepath.Join(certDir, "tls.key"), serving.key, 0o600); err != nil {
-		return nil, nil, err
-	}
-	if kb != nil {
-		if err := lc.startBinaryKueue(ctx, c, kb, hooks.kueue, p.opts); err != nil {
-			return nil, nil, err
-		}
-	} else {
-		port, err := cp.ports.free()
-		if err != nil {
-			return nil, nil, err
-		}
-		lc.kueue = &kueueProcess{
-			cluster: name, restConfig: cp.configAs(cp.kueue), configPath: kueueCfg, logPath: filepath.Join(dir, "kueue.log"),
-			certDir: certDir, webhookPort: port, caPEM: cp.ca.certPEM, batch: p.opts.EventsBatchPeriod, verbosity: p.opts.KueueLogVerbosity,
-			startTimeout: p.opts.StartTimeout,
-		}
-		if err := lc.startKueue(ctx, c, hooks.kueue); err != nil {
-			return nil, nil, err
-		}
-	}
-	if kb != nil && kb.jobSet.Path != "" {
+	if kb.jobSet.Path != "" {
 		if err := lc.startJobSetBinary(ctx, c, kb.jobSet, hooks.jobSet, p.opts); err != nil {
-			return nil, nil, err
-		}
-	} else if hasCRD(crds, jobSetCRD) {
-		if err := lc.startJobSet(ctx, c, worker, hooks.jobSet, certDir, p.opts.StartTimeout); err != nil {
 			return nil, nil, err
 		}
 	}

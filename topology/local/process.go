@@ -26,6 +26,10 @@ type process struct {
 	// dir is the working directory; "" inherits the test process's.
 	dir     string
 	logPath string
+	// hostname, when set, runs the process in a UTS namespace of its own
+	// with that host name, as a pod's containers get the pod's name (see
+	// withHostname).
+	hostname string
 
 	mu      sync.Mutex
 	cmd     *exec.Cmd
@@ -59,8 +63,15 @@ func (p *process) start() error {
 	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if p.hostname != "" {
+		withHostname(cmd, p.hostname)
+	}
 	if err := cmd.Start(); err != nil {
 		logf.Close()
+		if p.hostname != "" {
+			return fmt.Errorf("%s: start %s (%s) in a UTS namespace of its own with host name %q (it gives each Kueue replica its pod's host name, which starts its leader Lease identity); this machine refused: %w",
+				p.owner(), p.name, p.path, p.hostname, err)
+		}
 		return fmt.Errorf("%s: start %s (%s): %w", p.owner(), p.name, p.path, err)
 	}
 	done := make(chan struct{})
@@ -126,6 +137,44 @@ func (p *process) stop(timeout time.Duration) error {
 		return nil
 	case <-time.After(timeout):
 		return fmt.Errorf("%s: %s (pid %d) did not exit within %s after SIGKILL", p.owner(), p.name, cmd.Process.Pid, timeout)
+	}
+}
+
+// terminate sends SIGTERM, as the kubelet does to a deleted pod's
+// containers, waits up to grace for the exit, then SIGKILLs.
+func (p *process) terminate(grace time.Duration) error {
+	p.mu.Lock()
+	cmd, done := p.cmd, p.done
+	p.mu.Unlock()
+	if cmd == nil || cmd.Process == nil {
+		return nil
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-done:
+		return nil
+	case <-time.After(grace):
+		return p.stop(procStopTimeout)
+	}
+}
+
+// withHostname makes cmd run in a new UTS namespace (and, for a user other
+// than root, a user namespace mapping it to root there, which owns the UTS
+// namespace) whose host name /bin/sh sets before it execs the program: the
+// process keeps cmd's pid, arguments and environment. Go's os.Hostname,
+// which controller-runtime's leader election puts first in its Lease
+// holder identity, then returns name.
+func withHostname(cmd *exec.Cmd, name string) {
+	script := `{ echo "$0" > /proc/sys/kernel/hostname || hostname "$0"; } && exec "$@"`
+	cmd.Args = append([]string{"/bin/sh", "-c", script, name, cmd.Path}, cmd.Args[1:]...)
+	cmd.Path = "/bin/sh"
+	cmd.Err = nil
+	attr := cmd.SysProcAttr
+	attr.Cloneflags |= syscall.CLONE_NEWUTS
+	if uid := os.Geteuid(); uid != 0 {
+		attr.Cloneflags |= syscall.CLONE_NEWUSER
+		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: uid, Size: 1}}
+		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getegid(), Size: 1}}
 	}
 }
 

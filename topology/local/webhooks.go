@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 
@@ -15,35 +13,18 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	"github.com/multikueue-testkit/testkit/internal/modsrc"
 	"github.com/multikueue-testkit/testkit/topology"
 )
 
 // webhookConfigs are a project's webhook registrations from a pinned
-// module's config/components/webhook/manifests.yaml (Kueue's, JobSet's).
+// source tree's config/components/webhook/manifests.yaml (Kueue's, JobSet's).
 type webhookConfigs struct {
 	// prefix is put before each configuration's name when registering it,
 	// so that projects whose manifests use the same names do not collide.
 	prefix     string
 	mutating   []*admissionv1.MutatingWebhookConfiguration
 	validating []*admissionv1.ValidatingWebhookConfiguration
-}
-
-// loadWebhookConfigs reads Kueue's webhook registrations.
-func loadWebhookConfigs(ctx context.Context) (webhookConfigs, error) {
-	return loadModuleWebhookConfigs(ctx, modsrc.Kueue, "kueue-")
-}
-
-// loadModuleWebhookConfigs reads the webhook registrations of a pinned
-// module; they are registered under prefix+name.
-func loadModuleWebhookConfigs(ctx context.Context, module, prefix string) (webhookConfigs, error) {
-	root, err := modsrc.Dir(ctx, module)
-	if err != nil {
-		return webhookConfigs{}, err
-	}
-	return loadWebhookConfigsAt(root, prefix)
 }
 
 // loadWebhookConfigsAt reads the webhook registrations of the source tree
@@ -91,18 +72,6 @@ func loadWebhookConfigsAt(root, prefix string) (webhookConfigs, error) {
 type yamlRaw []byte
 
 func (r *yamlRaw) UnmarshalJSON(b []byte) error { *r = append((*r)[:0], b...); return nil }
-
-// served reports whether server has a handler for path.
-func served(server webhook.Server, path string) bool {
-	mux := server.WebhookMux()
-	_, pattern := mux.Handler(&http.Request{Method: http.MethodPost, URL: &url.URL{Path: path}})
-	return pattern != ""
-}
-
-// servedBy is served for an in-process webhook server.
-func servedBy(server webhook.Server) func(string) bool {
-	return func(path string) bool { return served(server, path) }
-}
 
 // paths are the webhook paths the registrations name.
 func (w webhookConfigs) paths() []string {
