@@ -27,7 +27,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	inventoryv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
-	"sigs.k8s.io/cluster-inventory-api/pkg/credentials"
+	"sigs.k8s.io/cluster-inventory-api/pkg/access"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
@@ -297,11 +297,11 @@ func (c *Checker) clusterProfileConfig(ctx context.Context, cc *CredentialCheck,
 			cps = kcfg.MultiKueue.ClusterProfile.CredentialsProviders
 		}
 	}
-	var providers []credentials.Provider
+	var providers []access.Provider
 	for _, p := range cps {
-		providers = append(providers, credentials.Provider{Name: p.Name, ExecConfig: &p.ExecConfig})
+		providers = append(providers, access.Provider{Name: p.Name, ExecConfig: &p.ExecConfig})
 	}
-	cfg, err := credentials.New(providers).BuildConfigFromCP(cp)
+	cfg, err := access.New(providers).BuildConfigFromCP(cp)
 	if err != nil {
 		return nil, fmt.Errorf("cluster %q: MultiKueueCluster %s: %s with Kueue's credentials providers: %w", mgr.Name, cc.Worker, cc.Source, err)
 	}

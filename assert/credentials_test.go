@@ -343,7 +343,7 @@ func TestSetupActiveCatchesAMissingPermission(t *testing.T) {
 	}
 	err = poll.Until(ctx, 30*time.Second, "the worker to deny deleting Workloads", func(ctx context.Context) error {
 		r, err := cs.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
-			ResourceAttributes: &authorizationv1.ResourceAttributes{Group: kueue.GroupVersion.Group, Resource: "workloads", Verb: "delete"}}}, metav1.CreateOptions{})
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Group: kueue.SchemeGroupVersion.Group, Resource: "workloads", Verb: "delete"}}}, metav1.CreateOptions{})
 		if err != nil {
 			return err
 		}

@@ -659,7 +659,7 @@ func TestPlacementRecordedCatchesAnUnrecordedPlacement(t *testing.T) {
 	mgr := env.Topo.Manager
 	const prefix = "job-unrecorded-"
 	defer denyUpdates(t, ctx, mgr, "testkit-deny-clustername",
-		admissionregistrationv1.Rule{APIGroups: []string{kueue.GroupVersion.Group}, APIVersions: []string{"*"}, Resources: []string{"workloads/status"}},
+		admissionregistrationv1.Rule{APIGroups: []string{kueue.SchemeGroupVersion.Group}, APIVersions: []string{"*"}, Resources: []string{"workloads/status"}},
 		fmt.Sprintf("object.metadata.name.startsWith(%q)", prefix),
 		"!has(object.status.clusterName)", "the test keeps this Workload's placement unrecorded")()
 

@@ -100,7 +100,7 @@ func guardPolicySpec(sa types.NamespacedName, integrations []string) admissionre
 			Rule:       admissionregistrationv1.Rule{APIGroups: []string{group}, APIVersions: []string{"*"}, Resources: all},
 		}}
 	}
-	rules := []admissionregistrationv1.NamedRuleWithOperations{rule(kueue.GroupVersion.Group, "workloads")}
+	rules := []admissionregistrationv1.NamedRuleWithOperations{rule(kueue.SchemeGroupVersion.Group, "workloads")}
 	byGroup := map[string][]string{}
 	var groups []string
 	for _, in := range append([]string{topology.IntegrationBatchJob}, integrations...) {

@@ -49,7 +49,7 @@ func (s Spec) KueueConfiguration(needs KueueNeeds) configapi.Configuration {
 	k := s.Kueue
 	needs = KueueNeeds{FeatureGates: k.FeatureGates}.merge(needs)
 	cfg := configapi.Configuration{
-		TypeMeta:               metav1.TypeMeta{APIVersion: configapi.GroupVersion.String(), Kind: "Configuration"},
+		TypeMeta:               metav1.TypeMeta{APIVersion: configapi.SchemeGroupVersion.String(), Kind: "Configuration"},
 		Namespace:              ptr.To(k.Namespace),
 		InternalCertManagement: &configapi.InternalCertManagement{Enable: ptr.To(false)},
 		Integrations:           &configapi.Integrations{Frameworks: append([]string(nil), k.Integrations...)},

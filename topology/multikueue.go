@@ -66,7 +66,7 @@ func (t *Topology) setupMultiKueue(ctx context.Context) error {
 	if err := apply(ctx, mgr, ac, func() {
 		ac.Spec.ControllerName = kueue.MultiKueueControllerName
 		ac.Spec.Parameters = &kueue.AdmissionCheckParametersReference{
-			APIGroup: kueue.GroupVersion.Group, Kind: "MultiKueueConfig", Name: s.Queues.MultiKueueConfig,
+			APIGroup: kueue.SchemeGroupVersion.Group, Kind: "MultiKueueConfig", Name: s.Queues.MultiKueueConfig,
 		}
 	}); err != nil {
 		return err

@@ -14,7 +14,7 @@ type WorkloadBuilder struct{ wl kueue.Workload }
 // NewWorkload starts a Workload with one pod set of one pod.
 func NewWorkload(name, namespace string) *WorkloadBuilder {
 	return &WorkloadBuilder{wl: kueue.Workload{
-		TypeMeta:   metav1.TypeMeta{APIVersion: kueue.GroupVersion.String(), Kind: "Workload"},
+		TypeMeta:   metav1.TypeMeta{APIVersion: kueue.SchemeGroupVersion.String(), Kind: "Workload"},
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: map[string]string{}},
 		Spec: kueue.WorkloadSpec{PodSets: []kueue.PodSet{{
 			Name:  kueue.DefaultPodSetName,

@@ -83,7 +83,7 @@ func buildManagerConfig(ch *chart.Chart, cfg configapi.Configuration, fullname s
 	}
 	mc.yaml = string(out)
 	if err := yaml.UnmarshalStrict(out, &mc.parsed); err != nil {
-		return nil, fmt.Errorf("install: the merged Kueue configuration does not read back as %s: %w", configapi.GroupVersion, err)
+		return nil, fmt.Errorf("install: the merged Kueue configuration does not read back as %s: %w", configapi.SchemeGroupVersion, err)
 	}
 	return mc, nil
 }

@@ -158,7 +158,7 @@ func TestRenderKueue(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Kueue's config.Load refuses the rendered configuration: %v\n%s", err, data)
 	}
-	if errs := kueueconfig.ValidateFeatureGates(gateFlag, got.FeatureGates); len(errs) > 0 {
+	if errs := kueueconfig.LoadAndValidateFeatureGates(gateFlag, got.FeatureGates); len(errs) > 0 {
 		t.Errorf("Kueue refuses the rendered feature gates: %v", errs.ToAggregate())
 	}
 	if got.FeatureGates != nil {

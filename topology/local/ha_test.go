@@ -149,7 +149,7 @@ func TestHAEveryReplicaServes(t *testing.T) {
 // preemption policy the webhook refuses when bad) straight to one replica's
 // validating webhook.
 func reviewClusterQueue(ctx context.Context, r local.Replica, bad bool) (bool, string, error) {
-	cq := &kueue.ClusterQueue{TypeMeta: metav1.TypeMeta{APIVersion: kueue.GroupVersion.String(), Kind: "ClusterQueue"},
+	cq := &kueue.ClusterQueue{TypeMeta: metav1.TypeMeta{APIVersion: kueue.SchemeGroupVersion.String(), Kind: "ClusterQueue"},
 		ObjectMeta: metav1.ObjectMeta{Name: "direct"}, Spec: kueue.ClusterQueueSpec{
 			QueueingStrategy: kueue.BestEffortFIFO, StopPolicy: ptr.To(kueue.None)}}
 	if bad { // refused by the webhook: reclaimWithinCohort=Never and borrowWithinCohort.Policy!=Never
@@ -161,8 +161,8 @@ func reviewClusterQueue(ctx context.Context, r local.Replica, bad bool) (bool, s
 		return false, "", err
 	}
 	review := admissionv1.AdmissionReview{TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
-		Request: &admissionv1.AdmissionRequest{UID: "direct-1", Kind: metav1.GroupVersionKind{Group: kueue.GroupVersion.Group, Version: kueue.GroupVersion.Version, Kind: "ClusterQueue"},
-			Resource: metav1.GroupVersionResource{Group: kueue.GroupVersion.Group, Version: kueue.GroupVersion.Version, Resource: "clusterqueues"},
+		Request: &admissionv1.AdmissionRequest{UID: "direct-1", Kind: metav1.GroupVersionKind{Group: kueue.SchemeGroupVersion.Group, Version: kueue.SchemeGroupVersion.Version, Kind: "ClusterQueue"},
+			Resource: metav1.GroupVersionResource{Group: kueue.SchemeGroupVersion.Group, Version: kueue.SchemeGroupVersion.Version, Resource: "clusterqueues"},
 			Name:     "direct", Operation: admissionv1.Create, Object: runtime.RawExtension{Raw: raw}}}
 	body, err := json.Marshal(review)
 	if err != nil {
