@@ -46,7 +46,9 @@ type RestartResult struct {
 }
 
 // ErrNotResumed is wrapped by ManagerRestart's error for each Job the
-// restarted Kueue did not pick up again (RestartResult.NotResumed). Kueue
+// restarted Kueue did not pick up again (RestartResult.NotResumed), and by
+// Failover's for each Job the manager's new leader did not
+// (FailoverResult.NotResumed). Kueue
 // v0.18 and v0.19 do that (measured on v0.18.4 and v0.19.2; v0.17.1 resumes
 // every Job): from v0.18 MultiKueue's remoteClientsForAC returns the
 // connected workers and no error when none is connected yet (v0.17 returned
@@ -54,7 +56,7 @@ type RestartResult struct {
 // the new process reconciles before its clients to the workers connect gets
 // AllAtOnce's nomination of no worker, no error and no requeue, and nothing
 // writes it again.
-var ErrNotResumed = errors.New("not resumed after the restart")
+var ErrNotResumed = errors.New("not resumed by the Kueue that came up")
 
 // ManagerRestart is the manager-restart scenario. It needs process control
 // of the manager (Cluster.Lifecycle; NeedsLifecycleError without it). It
@@ -173,7 +175,7 @@ func ManagerRestart(ctx context.Context, env *Env, o RestartOptions) (RestartRes
 	if err := lc.StartKueue(ctx); err != nil {
 		return res, errors.Join(append(errs, r.errorf("cluster %q: start Kueue again: %w", mgr, err))...)
 	}
-	resumed, notResumed := r.resumed(ctx, objs, res.Stopped, res.Started)
+	resumed, notResumed := r.resumed(ctx, objs, res.Stopped, res.Started, "the restarted Kueue")
 	for _, e := range notResumed {
 		res.NotResumed = append(res.NotResumed, e.job)
 		errs = append(errs, e.err)
@@ -200,11 +202,13 @@ type notResumed struct {
 	err error
 }
 
-// resumed waits (up to the Checker's Timeout) until the restarted Kueue
-// nominated, placed or finished each Workload that was waiting for dispatch
-// at stopped (no clusterName, not finished), and splits objs into those
-// resumed (or placed before the stop) and those it never picked up again.
-func (r *run) resumed(ctx context.Context, objs []client.Object, stopped, started time.Time) ([]client.Object, []notResumed) {
+// resumed waits (up to the Checker's Timeout) until the manager's Kueue
+// that came up at started (who: "the restarted Kueue", "the new leader
+// kueue-1_…") nominated, placed or finished each Workload that was waiting
+// for dispatch at stopped (no clusterName, not finished), and splits objs
+// into those resumed (or placed before the stop) and those it never picked
+// up again.
+func (r *run) resumed(ctx context.Context, objs []client.Object, stopped, started time.Time, who string) ([]client.Object, []notResumed) {
 	mgr := r.env.Topo.Manager.Name
 	type waiting struct {
 		obj client.Object
@@ -219,13 +223,21 @@ func (r *run) resumed(ctx context.Context, objs []client.Object, stopped, starte
 			continue
 		}
 		evs, _ := r.env.Obs.History(observe.KindWorkload, key.Namespace, key.Name)
-		placed := false
+		// later: its Workload was created after started, so it was not
+		// waiting at the stop (the per-Job checks judge it).
+		placed, later := false, false
 		for _, e := range evs {
-			if e.Cluster == mgr && !e.Time.After(stopped) && (e.ClusterName() != "" || e.Type == observe.Finished) {
+			if e.Cluster != mgr {
+				continue
+			}
+			if e.Type == observe.Created && e.Time.After(started) {
+				later = true
+			}
+			if !e.Time.After(stopped) && (e.ClusterName() != "" || e.Type == observe.Finished) {
 				placed = true
 			}
 		}
-		if placed {
+		if placed || later {
 			out = append(out, ob)
 		} else {
 			wait = append(wait, waiting{ob, key})
@@ -241,7 +253,7 @@ func (r *run) resumed(ctx context.Context, objs []client.Object, stopped, starte
 		}
 		return false
 	}
-	_ = poll.Until(ctx, r.chk.Timeout, fmt.Sprintf("cluster %q: the restarted Kueue to nominate, place or finish the %d Workloads waiting at the stop", mgr, len(wait)), func(context.Context) error {
+	_ = poll.Until(ctx, r.chk.Timeout, fmt.Sprintf("cluster %q: %s to nominate, place or finish the %d Workloads waiting at the stop", mgr, who, len(wait)), func(context.Context) error {
 		n := 0
 		for _, w := range wait {
 			if !picked(w) {
@@ -259,8 +271,8 @@ func (r *run) resumed(ctx context.Context, objs []client.Object, stopped, starte
 			out = append(out, w.obj)
 			continue
 		}
-		missed = append(missed, notResumed{job: ref(w.obj), err: r.errorf("cluster %q: Workload %s of %s was waiting for dispatch when Kueue stopped (no clusterName) and the restarted Kueue neither nominated, placed nor finished it within %s of starting: %w",
-			mgr, w.key, ref(w.obj), r.chk.Timeout, ErrNotResumed)})
+		missed = append(missed, notResumed{job: ref(w.obj), err: r.errorf("cluster %q: Workload %s of %s was waiting for dispatch when Kueue stopped (no clusterName) and %s neither nominated, placed nor finished it within %s: %w",
+			mgr, w.key, ref(w.obj), who, r.chk.Timeout, ErrNotResumed)})
 	}
 	return out, missed
 }

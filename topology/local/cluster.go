@@ -156,7 +156,10 @@ func (lc *localCluster) close() error {
 	for i := len(bins) - 1; i >= 0; i-- {
 		errs = append(errs, bins[i].stop())
 	}
-	errs = append(errs, lc.ha.close(), lc.kueueBin.stop())
+	errs = append(errs, lc.ha.close())
+	if lc.kueueBin != nil {
+		errs = append(errs, lc.kueueBin.stop())
+	}
 	errs = append(errs, lc.cp.stop())
 	return errors.Join(errs...)
 }
