@@ -13,6 +13,7 @@ import (
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/registry"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/yaml"
 
@@ -54,16 +55,31 @@ func (l *loadedChart) String() string {
 	return fmt.Sprintf("%s %s (%s)", l.chart.Name(), l.chart.Metadata.Version, l.path)
 }
 
-// load reads the chart from override when it is set, else from the module.
-func (s chartSource) load(ctx context.Context, override string) (*loadedChart, error) {
+// chartRef is a chart the caller names instead of the module's: a
+// directory, or an OCI reference (oci://...) and whether to pull it over
+// plain HTTP.
+type chartRef struct {
+	ref       string
+	plainHTTP bool
+}
+
+// ociPrefix starts an OCI chart reference, as Helm spells it.
+const ociPrefix = "oci://"
+
+// load reads the chart named by override when it is set, else from the
+// module.
+func (s chartSource) load(ctx context.Context, override chartRef) (*loadedChart, error) {
 	return s.loadVersion(ctx, override, "")
 }
 
 // loadVersion is load with the chart of module version at (the module
 // source of that release, fetched from the module proxy when missing) when
 // at is set and override is not.
-func (s chartSource) loadVersion(ctx context.Context, override, at string) (*loadedChart, error) {
-	path, version := override, ""
+func (s chartSource) loadVersion(ctx context.Context, override chartRef, at string) (*loadedChart, error) {
+	if strings.HasPrefix(override.ref, ociPrefix) {
+		return s.pull(override)
+	}
+	path, version := override.ref, ""
 	if path == "" {
 		var root string
 		var err error
@@ -85,6 +101,28 @@ func (s chartSource) loadVersion(ctx context.Context, override, at string) (*loa
 		return nil, fmt.Errorf("install: loading the %s chart from %s: %w", s.name, path, err)
 	}
 	return &loadedChart{chart: ch, path: path, moduleVersion: version}, nil
+}
+
+// pull fetches an OCI chart with Helm's registry client, as `helm pull`
+// does, and loads it from the archive.
+func (s chartSource) pull(r chartRef) (*loadedChart, error) {
+	var opts []registry.ClientOption
+	if r.plainHTTP {
+		opts = append(opts, registry.ClientOptPlainHTTP())
+	}
+	rc, err := registry.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("install: the %s chart %s: Helm's registry client: %w", s.name, r.ref, err)
+	}
+	res, err := rc.Pull(strings.TrimPrefix(r.ref, ociPrefix), registry.PullOptWithChart(true))
+	if err != nil {
+		return nil, fmt.Errorf("install: pulling the %s chart %s: %w", s.name, r.ref, err)
+	}
+	ch, err := loader.LoadArchive(bytes.NewReader(res.Chart.Data))
+	if err != nil {
+		return nil, fmt.Errorf("install: loading the %s chart pulled from %s: %w", s.name, r.ref, err)
+	}
+	return &loadedChart{chart: ch, path: r.ref + "@" + res.Manifest.Digest}, nil
 }
 
 // renderKubeVersion is the Kubernetes version offline rendering assumes: the

@@ -26,9 +26,12 @@ type JobSetOptions struct {
 	Image Image
 	// Replicas of the controller; default 1.
 	Replicas int
-	// ChartDir loads the chart from this directory instead of charts/jobset
+	// Chart is the chart to install instead of charts/jobset of the pinned
+	// JobSet module: a directory or an OCI reference, as KueueOptions.Chart.
 	// in the pinned JobSet module.
-	ChartDir string
+	Chart string
+	// ChartPlainHTTP pulls an OCI Chart over plain HTTP.
+	ChartPlainHTTP bool
 	// Values are merged over the values computed here and win.
 	Values map[string]any
 	// TakeOwnership lets Helm adopt existing objects of the chart.
@@ -69,7 +72,7 @@ func planJobSet(ctx context.Context, opts JobSetOptions) (*jobSetPlan, error) {
 	if opts.Replicas < 0 {
 		return nil, fmt.Errorf("install: JobSetOptions.Replicas: %d is negative", opts.Replicas)
 	}
-	ch, err := jobSetChart().load(ctx, opts.ChartDir)
+	ch, err := jobSetChart().load(ctx, chartRef{opts.Chart, opts.ChartPlainHTTP})
 	if err != nil {
 		return nil, err
 	}

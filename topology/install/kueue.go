@@ -55,9 +55,15 @@ type KueueOptions struct {
 	// installed version is what Topology.Facts.Version reads back (the
 	// Deployment image's tag).
 	Version string
-	// ChartDir loads the chart from this directory instead of charts/kueue
-	// in the pinned Kueue module.
-	ChartDir string
+	// Chart is the chart to install instead of charts/kueue of the Kueue
+	// module (of Version, else the pinned one): a directory, or an OCI
+	// reference "oci://host/path/kueue:0.19.2" pulled with Helm's registry
+	// client (the credentials `helm registry login` stored; see
+	// ChartPlainHTTP). The image tag then defaults to the chart's appVersion.
+	Chart string
+	// ChartPlainHTTP pulls an OCI Chart over plain HTTP (helm's --plain-http),
+	// for a registry without TLS.
+	ChartPlainHTTP bool
 	// Values are merged over the values computed here, key by key, and win
 	// (for nodeSelector, tolerations, imagePullSecrets, resources,
 	// enableCertManager...). They may not set managerConfig (built from
@@ -141,7 +147,7 @@ func planKueue(ctx context.Context, opts KueueOptions) (*kueuePlan, error) {
 	if opts.Version != "" && !semver.IsValid(opts.Version) {
 		return nil, fmt.Errorf("install: KueueOptions.Version: %q is not a release like v0.19.2", opts.Version)
 	}
-	ch, err := kueueChart().loadVersion(ctx, opts.ChartDir, opts.Version)
+	ch, err := kueueChart().loadVersion(ctx, chartRef{opts.Chart, opts.ChartPlainHTTP}, opts.Version)
 	if err != nil {
 		return nil, err
 	}
