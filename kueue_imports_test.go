@@ -28,8 +28,7 @@ func kueueImportAllowed(importer, pkg string) (bool, string) {
 
 // kueueImportExceptions are {importer, package, why}: to be removed.
 func kueueImportExceptions() [][3]string {
-	return [][3]string{
-	}
+	return [][3]string{}
 }
 
 // TestLibraryImportsOnlyKueueAPIs lists the Kueue packages that the
