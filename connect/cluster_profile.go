@@ -41,7 +41,7 @@ import (
 // asks for that provider, the MultiKueueClusterProfile gate and the
 // ClusterProfile CRD, which must exist before Kueue starts.
 //
-// The plugin is cluster-inventory-api's cmd/secretreader-plugin (provider
+// The plugin is cluster-inventory-api's plugins/secretreader/cmd/plugin (provider
 // "secretreader"), the one Kueue's e2e test uses. It reads the Secret from the
 // manager named by its KUBECONFIG, in that kubeconfig's namespace: the local
 // topology points KUBECONFIG at the manager as its in-process Kueue sees it,

@@ -19,7 +19,7 @@ const EnvSecretReader = "MKTK_SECRETREADER_PLUGIN"
 // the token from Secret <namespace>/<clusterName> (key "token") of the
 // cluster its KUBECONFIG names, clusterName coming from the ClusterProfile's
 // client.authentication.k8s.io/exec extension.
-const SecretReaderPackage = modsrc.ClusterInventory + "/cmd/secretreader-plugin"
+const SecretReaderPackage = modsrc.ClusterInventory + "/plugins/secretreader/cmd/plugin"
 
 // SecretReader returns the path of the secretreader plugin built from the
 // cluster-inventory-api version this code links (the caller's module graph

@@ -115,14 +115,23 @@ func (p *process) exitedLocked() bool {
 	}
 }
 
+// current is the running command and its exit channel; nil when the
+// process was never started.
+func (p *process) current() (*exec.Cmd, chan struct{}) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd == nil || p.cmd.Process == nil {
+		return nil, nil
+	}
+	return p.cmd, p.done
+}
+
 // stop kills the whole process group and waits for the exit. SIGKILL is
 // deliberate: these are disposable test servers, and a graceful API server
 // shutdown takes seconds.
 func (p *process) stop(timeout time.Duration) error {
-	p.mu.Lock()
-	cmd, done := p.cmd, p.done
-	p.mu.Unlock()
-	if cmd == nil || cmd.Process == nil {
+	cmd, done := p.current()
+	if cmd == nil {
 		return nil
 	}
 	select {
@@ -143,10 +152,8 @@ func (p *process) stop(timeout time.Duration) error {
 // terminate sends SIGTERM, as the kubelet does to a deleted pod's
 // containers, waits up to grace for the exit, then SIGKILLs.
 func (p *process) terminate(grace time.Duration) error {
-	p.mu.Lock()
-	cmd, done := p.cmd, p.done
-	p.mu.Unlock()
-	if cmd == nil || cmd.Process == nil {
+	cmd, done := p.current()
+	if cmd == nil {
 		return nil
 	}
 	_ = cmd.Process.Signal(syscall.SIGTERM)
