@@ -3,6 +3,7 @@ package assert
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -124,6 +125,9 @@ func (c *Checker) judgeCycles(t target, cycles []cycle, wl, jobs []observe.Event
 		switch {
 		case in == nil:
 			problems = append(problems, fmt.Sprintf("cluster %q: remote %s created at %s while no worker was selected", e.Cluster, t.jobRef(), rel(e.Time, t0)))
+		case in.cluster != e.Cluster && in.inferred:
+			problems = append(problems, fmt.Sprintf("cluster %q: remote %s created at %s after MultiKueue had placed it on %q (remote job created at %s%s) without the manager ever recording that placement (no status.clusterName): %s",
+				e.Cluster, t.jobRef(), rel(e.Time, t0), in.cluster, rel(in.start, t0), jobFate(jobs, in.cluster, in.start, t0), RedonePlacement))
 		case in.cluster != e.Cluster:
 			problems = append(problems, fmt.Sprintf("cluster %q: remote %s created at %s while the workload was placed on %q", e.Cluster, t.jobRef(), rel(e.Time, t0), in.cluster))
 		case e.Labels[observe.LabelPrebuiltWorkload] != t.workload:
@@ -131,4 +135,30 @@ func (c *Checker) judgeCycles(t target, cycles []cycle, wl, jobs []observe.Event
 		}
 	}
 	return problems
+}
+
+// RedonePlacement ends an ExactlyOnceAdmitted problem where MultiKueue ran
+// a job on a second worker because the manager never recorded the first
+// placement: the patch that sets status.clusterName lost (Kueue v0.19.2
+// under load, see placements), and the next reconcile, seeing no placement,
+// converged on the copy admitted earliest and deleted the first worker's
+// remote job — after it had started.
+const RedonePlacement = "the placement was redone on another worker because its record was lost, so the job started on both"
+
+// jobFate says what became of the remote job created on cluster at start:
+// ", started at …, deleted at …" (empty parts left out).
+func jobFate(jobs []observe.Event, cluster string, start, t0 time.Time) string {
+	var out string
+	for _, e := range jobs {
+		if e.Cluster != cluster || e.Time.Before(start) {
+			continue
+		}
+		switch e.Type {
+		case observe.JobStarted:
+			out += ", started at " + rel(e.Time, t0)
+		case observe.Deleted:
+			return out + ", deleted at " + rel(e.Time, t0)
+		}
+	}
+	return out
 }

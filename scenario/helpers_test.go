@@ -2,13 +2,17 @@ package scenario_test
 
 import (
 	"context"
+	"errors"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/multikueue-testkit/testkit/assert"
 	"github.com/multikueue-testkit/testkit/observe"
 	"github.com/multikueue-testkit/testkit/scenario"
 	"github.com/multikueue-testkit/testkit/topology"
 	"github.com/multikueue-testkit/testkit/topology/local"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // testWriter sends progress lines to t.Log.
@@ -58,6 +62,29 @@ func nominations(env *scenario.Env, ns string) []observe.Event {
 		for _, e := range evs {
 			if e.Cluster == env.Topo.Manager.Name && (e.Type == observe.Nominated || e.Type == observe.ClusterNameSet) {
 				out = append(out, e)
+			}
+		}
+	}
+	return out
+}
+
+// redonePlacements returns the Jobs of objs whose ExactlyOnceAdmitted
+// failure among errs says MultiKueue redid the placement on another worker
+// because the manager never recorded the first (assert.RedonePlacement):
+// seen with Kueue v0.19.2 under load, when the patch that sets
+// status.clusterName loses an update conflict. The other checks of those
+// Jobs then fail on the same cause.
+func redonePlacements(errs []error, objs []client.Object) []string {
+	var out []string
+	for _, e := range errs {
+		var f *assert.Failure
+		if !errors.As(e, &f) || f.Assertion != "ExactlyOnceAdmitted" || !strings.Contains(strings.Join(f.Problems, "\n"), assert.RedonePlacement) {
+			continue
+		}
+		for _, o := range objs {
+			j := o.GetNamespace() + "/" + o.GetName()
+			if mentionsJob(e, []string{j}) != "" && !slices.Contains(out, j) {
+				out = append(out, j)
 			}
 		}
 	}
