@@ -268,8 +268,8 @@ func TestCAPZOnASimulatedManagementCluster(t *testing.T) {
 			if cfg.Integrations == nil || !slices.Contains(cfg.Integrations.Frameworks, topology.IntegrationBatchJob) {
 				t.Errorf("cluster %q: rendered integrations %+v", name, cfg.Integrations)
 			}
-			if !strings.Contains(r.Manifest, install.KueueImage+":v0.17.0") {
-				t.Errorf("cluster %q: the rendered manifest does not run %s:v0.17.0", name, install.KueueImage)
+			if !strings.Contains(r.Manifest, install.KueueImage+":v0.19.2") {
+				t.Errorf("cluster %q: the rendered manifest does not run %s:v0.19.2", name, install.KueueImage)
 			}
 		}
 		if topo.Spec.GCInterval != 30*time.Second {

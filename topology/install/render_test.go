@@ -44,7 +44,7 @@ func renderCase(t *testing.T) (install.KueueOptions, configapi.Configuration) {
 			GCInterval:        ptr.To(37 * time.Second),
 			WorkerLostTimeout: ptr.To(4 * time.Minute),
 			Origin:            "testkit-origin",
-			FeatureGates:      map[string]bool{"MultiKueueAllowInsecureKubeconfigs": true, "VisibilityOnDemand": false},
+			FeatureGates:      map[string]bool{"MultiKueueOrchestratedPreemption": true, "VisibilityOnDemand": false},
 		},
 	}.Resolve()
 	if err != nil {
@@ -121,8 +121,8 @@ func TestRenderKueue(t *testing.T) {
 		t.Errorf("replicas %d, want 1", got)
 	}
 	mgr := d.Spec.Template.Spec.Containers[0]
-	if mgr.Image != "registry.k8s.io/kueue/kueue:v0.17.0" || mgr.ImagePullPolicy != corev1.PullIfNotPresent {
-		t.Errorf("manager image %s pull %s, want registry.k8s.io/kueue/kueue:v0.17.0 IfNotPresent", mgr.Image, mgr.ImagePullPolicy)
+	if mgr.Image != "registry.k8s.io/kueue/kueue:v0.19.2" || mgr.ImagePullPolicy != corev1.PullIfNotPresent {
+		t.Errorf("manager image %s pull %s, want registry.k8s.io/kueue/kueue:v0.19.2 IfNotPresent", mgr.Image, mgr.ImagePullPolicy)
 	}
 	var gateFlag string
 	for _, a := range mgr.Args {
@@ -130,7 +130,7 @@ func TestRenderKueue(t *testing.T) {
 			gateFlag = v
 		}
 	}
-	if wantFlag := "MultiKueueAllowInsecureKubeconfigs=true,MultiKueueClusterProfile=true,VisibilityOnDemand=false"; gateFlag != wantFlag {
+	if wantFlag := "MultiKueueClusterProfile=true,MultiKueueOrchestratedPreemption=true,VisibilityOnDemand=false"; gateFlag != wantFlag {
 		t.Errorf("--feature-gates=%q, want %q (args %q)", gateFlag, wantFlag, mgr.Args)
 	}
 	gates := map[string]bool{}
@@ -210,8 +210,8 @@ func TestRenderKueue(t *testing.T) {
 	if mgr.ReadinessProbe == nil || mgr.ReadinessProbe.HTTPGet.Port.IntValue() != 8081 {
 		t.Errorf("readiness probe %s, want port 8081", show(mgr.ReadinessProbe))
 	}
-	if got.ClientConnection == nil || *got.ClientConnection.QPS != 50 {
-		t.Errorf("clientConnection %s, want the chart's qps 50", show(got.ClientConnection))
+	if got.ClientConnection == nil || *got.ClientConnection.QPS != 300 {
+		t.Errorf("clientConnection %s, want the chart's qps 300 (v0.19.2)", show(got.ClientConnection))
 	}
 	for _, o := range r.Objects {
 		if o.GetKind() == "CustomResourceDefinition" || strings.HasPrefix(o.GetKind(), "Cluster") || strings.HasSuffix(o.GetKind(), "WebhookConfiguration") || o.GetKind() == "APIService" {
@@ -313,7 +313,7 @@ func TestRenderJobSet(t *testing.T) {
 			images = append(images, c.Image+" "+string(c.ImagePullPolicy))
 		}
 	}
-	if want := []string{"registry.k8s.io/jobset/jobset:v0.11.1 IfNotPresent"}; !reflect.DeepEqual(images, want) {
+	if want := []string{"registry.k8s.io/jobset/jobset:v0.12.0 IfNotPresent"}; !reflect.DeepEqual(images, want) {
 		t.Errorf("JobSet images %q, want %q", images, want)
 	}
 }

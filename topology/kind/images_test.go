@@ -41,11 +41,11 @@ func TestControllerImagesAreTheChartsOnes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if k != install.KueueImage+":v0.17.0" {
-		t.Errorf("Kueue image %q, want %s:v0.17.0", k, install.KueueImage)
+	if k != install.KueueImage+":v0.19.2" {
+		t.Errorf("Kueue image %q, want %s:v0.19.2", k, install.KueueImage)
 	}
-	if j != install.JobSetImage+":v0.11.1" {
-		t.Errorf("JobSet image %q, want %s:v0.11.1", j, install.JobSetImage)
+	if j != install.JobSetImage+":v0.12.0" {
+		t.Errorf("JobSet image %q, want %s:v0.12.0", j, install.JobSetImage)
 	}
 	o.KueueImage = install.Image{Repository: "example.com/kueue", Tag: "dev"}
 	k, j, err = controllerImages(ctx, spec, topology.KueueNeeds{}, o, false)

@@ -20,7 +20,7 @@ import (
 	"github.com/multikueue-testkit/testkit/topology"
 )
 
-// The KubeRay operator (github.com/ray-project/kuberay/ray-operator v1.6.0)
+// The KubeRay operator (github.com/ray-project/kuberay/ray-operator v1.6.2, the library's pin)
 // runs in this process on every worker of a topology with a Ray integration:
 // its RayCluster reconciler and, with the RayJob CRD, its RayJob reconciler,
 // as its main.go wires them, without metrics, batch schedulers, webhooks or
