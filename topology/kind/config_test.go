@@ -2,6 +2,7 @@ package kind
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,8 +21,30 @@ type clusterConfigPatch struct {
 	Kind       string `json:"kind"`
 	APIVersion string `json:"apiVersion"`
 	APIServer  struct {
-		ExtraArgs map[string]string `json:"extraArgs"`
+		ExtraArgs extraArgs `json:"extraArgs"`
 	} `json:"apiServer"`
+}
+
+// extraArgs reads kubeadm's extraArgs in either form: a map (v1beta3, and
+// the form this package writes, which kind converts) or a list of
+// name/value pairs (v1beta4, as Kueue v0.19's own kind configs write).
+type extraArgs map[string]string
+
+func (a *extraArgs) UnmarshalJSON(b []byte) error {
+	var m map[string]string
+	if err := json.Unmarshal(b, &m); err == nil {
+		*a = m
+		return nil
+	}
+	var list []struct{ Name, Value string }
+	if err := json.Unmarshal(b, &list); err != nil {
+		return err
+	}
+	*a = extraArgs{}
+	for _, kv := range list {
+		(*a)[kv.Name] = kv.Value
+	}
+	return nil
 }
 
 // tokenExpiry returns the service-account-max-token-expiration that the
@@ -43,7 +66,7 @@ func tokenExpiry(t *testing.T, patches []string) (string, bool) {
 	return "", false
 }
 
-// kueueE2EConfig reads one of Kueue v0.17.0's own MultiKueue kind configs
+// kueueE2EConfig reads one of the pinned Kueue's own MultiKueue kind configs
 // from the module cache.
 func kueueE2EConfig(t *testing.T, file string) *v1alpha4.Cluster {
 	t.Helper()
