@@ -35,6 +35,12 @@ func JobSetOperator() OperatorSpec {
 	return OperatorSpec{Name: "jobset", Module: "sigs.k8s.io/jobset", Package: "sigs.k8s.io/jobset"}
 }
 
+// KubeRayOperator is KubeRay's ray-operator (its main.go at the module's
+// root).
+func KubeRayOperator() OperatorSpec {
+	return OperatorSpec{Name: "kuberay-operator", Module: "github.com/ray-project/kuberay/ray-operator", Package: "github.com/ray-project/kuberay/ray-operator"}
+}
+
 // RequiredVersion is the version of module that the Kueue source tree at
 // k.SourceDir requires in its go.mod.
 func (k Kueue) RequiredVersion(module string) (string, error) {

@@ -37,9 +37,12 @@ type localCluster struct {
 	// components are the in-process controllers besides Kueue (the agent,
 	// JobSet, KubeRay), in start order; close stops them in reverse.
 	components []*component
-	// binaries are the operators' controller binaries (JobSet), in start
-	// order; close stops them in reverse, before Kueue.
+	// binaries are the operators' controller binaries (JobSet, KubeRay), in
+	// start order; close stops them in reverse, before Kueue.
 	binaries []*controllerBinary
+	// rayHead answers the KubeRay operator's Ray dashboard requests (a worker
+	// with a Ray integration); nil otherwise.
+	rayHead *rayHead
 }
 
 // binary is the cluster's Kueue process whose configuration and version
@@ -156,6 +159,11 @@ func (lc *localCluster) close() error {
 	for i := len(bins) - 1; i >= 0; i-- {
 		errs = append(errs, bins[i].stop())
 	}
+	lc.mu.Lock()
+	head := lc.rayHead
+	lc.rayHead = nil
+	lc.mu.Unlock()
+	errs = append(errs, head.close())
 	errs = append(errs, lc.ha.close())
 	if lc.kueueBin != nil {
 		errs = append(errs, lc.kueueBin.stop())

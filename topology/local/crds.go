@@ -49,7 +49,12 @@ type crdSource struct {
 // every field that changed) and nothing here reads it; the second version
 // costs the API server about a third of its start-up CPU (the Workload CRD's
 // two schemas are 9,500 lines each).
-func crdSources(integrations []string, clusterProfiles, kueueV1beta1 bool, roots crdRoots) []crdSource {
+//
+// A worker (operators) also gets what its operators' binaries watch beyond
+// what Kueue dispatches: KubeRay's main runs the RayCluster, RayJob and
+// RayService reconcilers whatever the integration, and exits without their
+// CRDs.
+func crdSources(integrations []string, clusterProfiles, kueueV1beta1, operators bool, roots crdRoots) []crdSource {
 	srcs := []crdSource{{module: modsrc.Kueue, root: roots.kueue, dir: "config/components/crd/bases", storageOnly: !kueueV1beta1}}
 	var ray []string
 	for _, in := range integrations {
@@ -63,8 +68,11 @@ func crdSources(integrations []string, clusterProfiles, kueueV1beta1 bool, roots
 		}
 	}
 	if len(ray) > 0 {
+		if operators {
+			ray = append(ray, "ray.io_rayclusters.yaml", "ray.io_rayjobs.yaml", "ray.io_rayservices.yaml")
+		}
 		sort.Strings(ray)
-		srcs = append(srcs, crdSource{module: modsrc.KubeRay, dir: "config/crd/bases", files: uniq(ray)})
+		srcs = append(srcs, crdSource{module: modsrc.KubeRay, root: roots.kubeRay, dir: "config/crd/bases", files: uniq(ray)})
 	}
 	if clusterProfiles {
 		srcs = append(srcs, clusterProfileCRDSource())
@@ -74,7 +82,7 @@ func crdSources(integrations []string, clusterProfiles, kueueV1beta1 bool, roots
 
 // crdRoots are the source trees of the binaries a topology runs, whose CRDs
 // it installs; "" means the pinned module's (in-process controllers).
-type crdRoots struct{ kueue, jobSet string }
+type crdRoots struct{ kueue, jobSet, kubeRay string }
 
 // clusterProfileCRDSource is the ClusterProfile CRD of the pinned
 // cluster-inventory-api.

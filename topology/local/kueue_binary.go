@@ -121,6 +121,9 @@ type binaryKueue struct {
 	// jobSet is the JobSet controller binary, when the JobSet integration
 	// is on (zero otherwise).
 	jobSet assets.Operator
+	// kubeRay is the KubeRay operator binary, when a Ray integration is on
+	// (zero otherwise).
+	kubeRay assets.Operator
 }
 
 // sourceDir is the binary's source tree; "" for none (in-process Kueue).
@@ -275,7 +278,7 @@ func (lc *localCluster) newKueueBinary(kb *binaryKueue, o Options, f kueueProces
 
 // EnsureBinaries finds or builds every binary a local topology with these
 // options runs — kube-apiserver, etcd, kube-controller-manager, the Kueue
-// binary and, for the integrations named, the operators' (JobSet) — without
+// binary and, for the integrations named, the operators' (JobSet, KubeRay) — without
 // starting anything. A cold build takes tens of minutes on 2 cores; call it
 // from TestMain before m.Run (or before a suite's timeouts start), as the
 // bundled examples do, so that no test's timeout counts it. Later calls
@@ -291,6 +294,11 @@ func EnsureBinaries(ctx context.Context, o Options, integrations ...string) erro
 	}
 	if slices.Contains(integrations, topology.IntegrationJobSet) {
 		if _, err := ensureJobSet(ctx, ao, bin); err != nil {
+			return err
+		}
+	}
+	if slices.ContainsFunc(integrations, isRayIntegration) {
+		if _, err := ensureKubeRay(ctx, ao, bin); err != nil {
 			return err
 		}
 	}

@@ -98,10 +98,10 @@ type Options struct {
 	// registrations come from the same source tree. With none of those set
 	// it is DefaultKueueVersion.
 	Kueue KueueOptions
-	// Logger receives what the in-process stand-ins (the KubeRay operator)
-	// log through controller-runtime's process-global logger (Kueue, JobSet
-	// and the agent log to files in each cluster's directory); nil installs
-	// a discarding logger unless the process already installed one.
+	// Logger receives what this process logs through controller-runtime's
+	// process-global logger (its clients; Kueue, the operators and the
+	// agent log to files in each cluster's directory); nil installs a
+	// discarding logger unless the process already installed one.
 	Logger *logr.Logger
 }
 
@@ -311,12 +311,18 @@ func (p *Provider) Provision(ctx context.Context, spec topology.Spec) (*topology
 		}
 		roots.jobSet = kb.jobSet.SourceDir
 	}
+	if slices.ContainsFunc(spec.Kueue.Integrations, isRayIntegration) {
+		if kb.kubeRay, err = ensureKubeRay(ctx, p.opts.Assets.internal(), kb.bin); err != nil {
+			return nil, nil, err
+		}
+		roots.kubeRay = kb.kubeRay.SourceDir
+	}
 	cpNeeded := p.opts.ClusterProfileCRD || needs.ClusterProfileCRD
-	mgrCRDs, err := loadCRDs(ctx, crdSources(spec.Kueue.Integrations, cpNeeded, p.opts.ServeKueueV1beta1, roots))
+	mgrCRDs, err := loadCRDs(ctx, crdSources(spec.Kueue.Integrations, cpNeeded, p.opts.ServeKueueV1beta1, false, roots))
 	if err != nil {
 		return nil, nil, err
 	}
-	workerCRDs, err := loadCRDs(ctx, crdSources(spec.Kueue.Integrations, false, p.opts.ServeKueueV1beta1, roots))
+	workerCRDs, err := loadCRDs(ctx, crdSources(spec.Kueue.Integrations, false, p.opts.ServeKueueV1beta1, true, roots))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -464,7 +470,7 @@ func (p *Provider) startCluster(ctx context.Context, name string, role topology.
 		return c, lc, nil
 	}
 	if ray {
-		if err := lc.startKubeRay(ctx, hasCRD(crds, rayJobCRD), p.opts.StartTimeout); err != nil {
+		if err := lc.startKubeRay(ctx, kb.kubeRay, p.opts); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -477,9 +483,14 @@ func (p *Provider) startCluster(ctx context.Context, name string, role topology.
 // CRD names that decide which real controllers a cluster runs.
 const (
 	jobSetCRD     = "jobsets.jobset.x-k8s.io"
-	rayJobCRD     = "rayjobs.ray.io"
 	rayClusterCRD = "rayclusters.ray.io"
 )
+
+// isRayIntegration reports whether a Kueue integration is one of KubeRay's
+// kinds.
+func isRayIntegration(in string) bool {
+	return in == topology.IntegrationRayJob || in == topology.IntegrationRayCluster
+}
 
 func hasCRD(crds []*apiextensionsv1.CustomResourceDefinition, name string) bool {
 	for _, crd := range crds {
