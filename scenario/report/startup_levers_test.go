@@ -75,8 +75,8 @@ func startupLevers() []lever {
 // BenchmarkStartupLevers measures, in one run, each start-up lever alone
 // against the defaults: the time for 1 manager + N workers to become Active
 // (N: $MKTK_LEVERS_WORKERS, default 3), the CPU time its processes used
-// (etcd, kube-apiserver, kube-controller-manager; Kueue runs in this process
-// and is not counted) and their memory (PSS) once Active. Each of
+// (etcd, kube-apiserver, kube-controller-manager, Kueue and the operators:
+// every child process) and their memory (PSS) once Active. Each of
 // $MKTK_LEVERS_ROUNDS rounds (default 2) starts one topology per lever, the
 // order rotating between rounds. It reports each lever's means and their
 // ratios to the defaults. Run it once (-benchtime 1x: more would repeat the
@@ -144,7 +144,7 @@ func BenchmarkStartupLevers(b *testing.B) {
 			}
 			wall := time.Since(start)
 			mem := report.MemoryUnder(topo.Provider().(*local.Provider).Dir())
-			all := report.TreeMemory() // with this process: the in-process Kueues and agents
+			all := report.TreeMemory() // with this process: the agents and the observer
 			cpu := childCPU()
 			if idle > 0 && i == 0 {
 				c0, s0 := childCPU(), selfCPU()
@@ -153,7 +153,7 @@ func BenchmarkStartupLevers(b *testing.B) {
 				case <-ctx.Done():
 				}
 				c1, s1 := childCPU(), selfCPU()
-				b.Logf("idle 1+%d over %s: its processes %.3f cores, this process (in-process Kueue and agents) %.3f cores", n, idle, (c1-c0)/idle.Seconds(), (s1-s0)/idle.Seconds())
+				b.Logf("idle 1+%d over %s: its processes %.3f cores, this process (agents, forwarders) %.3f cores", n, idle, (c1-c0)/idle.Seconds(), (s1-s0)/idle.Seconds())
 				b.ReportMetric((c1-c0+s1-s0)/idle.Seconds(), "idle-cores")
 				idle = 0
 			}
