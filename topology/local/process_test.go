@@ -4,11 +4,15 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/multikueue-testkit/testkit/internal/assets"
+	"github.com/multikueue-testkit/testkit/internal/poll"
 )
 
 // TestPortPoolNeverGivesAPortTwice: ports handed out but not yet bound are
@@ -66,3 +70,35 @@ func TestEtcdIsKnownByItsMemberName(t *testing.T) {
 		t.Errorf("another member's name: got %v, want errPortInUse", err)
 	}
 }
+
+// TestProcessRunsWithItsOwnHostname: a process given a host name sees it
+// (os.Hostname, what controller-runtime puts first in a Lease holder
+// identity), and the test process keeps its own.
+func TestProcessRunsWithItsOwnHostname(t *testing.T) {
+	own, _ := os.Hostname()
+	dir := t.TempDir()
+	p := &process{name: "hostname", path: "/bin/sh", args: []string{"-c", "cat /proc/sys/kernel/hostname"}, dir: dir,
+		logPath: filepath.Join(dir, "out.log"), hostname: "kueue-7"}
+	if err := p.start(); err != nil {
+		t.Fatal(err)
+	}
+	defer p.stop(procStopTimeout)
+	var out string
+	if err := poll.Until(t.Context(), 10*time.Second, "the child to print its host name", func(context.Context) error {
+		raw, _ := os.ReadFile(p.logPath)
+		if out = strings.TrimSpace(string(raw)); out == "" {
+			return errEmpty
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if out != "kueue-7" {
+		t.Errorf("the child's host name is %q, want kueue-7", out)
+	}
+	if now, _ := os.Hostname(); now != own {
+		t.Errorf("the test process's host name changed from %q to %q", own, now)
+	}
+}
+
+var errEmpty = errors.New("nothing printed yet")
