@@ -44,12 +44,12 @@ const (
 	NominateAsKueue NominationWrite = "kueue-apply"
 	// NominateWithMergePatch writes a JSON merge patch of the status, as a
 	// controller written without Kueue's libraries would. The nominator then
-	// owns the field, and Kueue v0.17.0 cannot record the placement: its
+	// owns the field, and Kueue v0.17 (v0.17.0, v0.17.1; fixed by v0.18.4) cannot record the placement: its
 	// apply that sets clusterName leaves the nominations in place and the API
 	// server rejects it (422, "clusterName and nominatedClusterNames are
 	// mutually exclusive"), again and again, while the remote job runs and
 	// the manager Workload finishes without a clusterName. Kept to show that
-	// (see the README); the scenario fails with it.
+	// (docs/findings.md); the scenario fails with it.
 	NominateWithMergePatch NominationWrite = "merge-patch"
 )
 

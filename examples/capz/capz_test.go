@@ -57,7 +57,7 @@ func (p kubeconfigProxy) GetClient() client.Client    { return p.c }
 func TestMultiKueueOnCAPZ(t *testing.T) {
 	path := os.Getenv(EnvManagement)
 	if path == "" {
-		t.Skipf("%s is not set: this example needs a CAPI management cluster with CAPZ and an AKS ClusterClass (see the README's CAPZ / AKS section)", EnvManagement)
+		t.Skipf("%s is not set: this example needs a CAPI management cluster with CAPZ and an AKS ClusterClass (see docs/capz.md)", EnvManagement)
 	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", path)
 	if err != nil {

@@ -183,7 +183,7 @@ func (cp *controlPlane) newAPIServer() *process {
 		args: append(args, cp.extraArgs...),
 		// Every cluster runs an API server on the same CPUs: with half of
 		// them each (one on 2 cores), a 1+3 start used 11 % less CPU and
-		// time (BenchmarkStartupLevers, README "Start-up levers").
+		// time (BenchmarkStartupLevers, docs/performance.md, "Start-up levers").
 		env: append([]string{"GOMAXPROCS=" + strconv.Itoa(max(1, runtime.NumCPU()/2))}, cp.extraEnv...),
 	}
 }

@@ -31,7 +31,7 @@ const (
 	// /registry/<cluster>), so the clusters see nothing of each other.
 	// Cluster.Lifecycle's StopAPIServer and StartAPIServer keep the etcd
 	// running, as they keep a cluster's own. It saves one etcd process per
-	// cluster (README, "Start-up levers").
+	// cluster (docs/performance.md, "Start-up levers").
 	EtcdShared EtcdMode = "shared"
 )
 

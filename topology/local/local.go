@@ -60,7 +60,7 @@ type Options struct {
 	// provider's own (GOMAXPROCS = half the CPUs; GOMEMLIMIT from
 	// BigTopologyWorkers workers on), so its entries win: e.g.
 	// GOMEMLIMIT=256MiB on a small topology, GOMEMLIMIT=off on a big one
-	// (README, "Start-up levers").
+	// (docs/performance.md, "Start-up levers").
 	APIServerEnv []string
 	// Etcd chooses one etcd per cluster or one for the topology (EtcdMode).
 	// Default EtcdAuto: shared from BigTopologyWorkers workers on.
@@ -78,11 +78,11 @@ type Options struct {
 	// Running, then Succeeded or Failed after its run duration
 	// (topology.AnnotationRunDuration, AnnotationOutcome). The Job executor
 	// is then off. It costs more per Job than the executor (see the
-	// README's "Real controllers").
+	// docs/local-topology.md, "Real controllers").
 	RealPods bool
 	// DisableAudit turns off the API servers' audit logs; failure timelines
 	// then do not say who made each change. Audit costs little (see the
-	// README's Performance section).
+	// docs/performance.md).
 	DisableAudit bool
 	// HA runs the manager's and/or the workers' Kueue as several replicas
 	// with leader election, webhooks and the visibility API on every replica
