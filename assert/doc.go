@@ -7,19 +7,21 @@
 //     cluster to which object, and a per-cluster timeline;
 //
 //   - the same method on Asserter, which reports through a minimal TB
-//     (testing.T, GinkgoT(), testify's suite.T(), e2e-framework's *testing.T):
+//     (testing.T, GinkgoT(), testify's suite.T(), e2e-framework's *testing.T).
 //
-//     chk := assert.New(topo, obs)
-//     assert.For(t, chk).ExactlyOnceAdmitted(ctx, job)   // t.Errorf, returns bool
-//     assert.Require(t, chk).NoOrphans(ctx)               // t.Fatalf
+// For example:
+//
+//	chk := assert.New(topo, obs)
+//	assert.For(t, chk).ExactlyOnceAdmitted(ctx, job) // t.Errorf, returns bool
+//	assert.Require(t, chk).NoOrphans(ctx)            // t.Fatalf
 //
 // From Gomega: Expect(chk.NoOrphans(ctx)).To(Succeed()); from testify:
 // require.NoError(t, chk.NoOrphans(ctx)).
 //
-// The assertions: SetupActive, ExactlyOnceAdmitted, NominationCleared,
-// LosersCleaned, StatusSynced, Finished, QuotaRespected, NoOrphans,
-// ForeignUntouched, ClusterActive / ClusterInactive and
-// DispatchedIncrementally. A worker's object counts as MultiKueue's remote
+// The assertions: SetupActive, ExactlyOnceAdmitted, PlacementRecorded,
+// NominationCleared, LosersCleaned, StatusSynced, Finished, QuotaRespected,
+// NoOrphans, ForeignUntouched, ClusterActive / ClusterInactive,
+// WorkerCredentials, DispatchedIncrementally and PendingVisible. A worker's object counts as MultiKueue's remote
 // copy only with the MultiKueue origin label, never by name alone (see
 // foreign.go). Each method's
 // comment states what it checks and what it does not. With $ARTIFACTS set, a

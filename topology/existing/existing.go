@@ -15,9 +15,11 @@
 //   - Wire: the provider creates the MultiKueue objects with a Connector, as
 //     the local provider does, and Close removes exactly what it created.
 //
-//     mgr, _ := existing.Kubeconfig("manager", "/path/manager.kubeconfig", "")
-//     w1, _ := existing.Kubeconfig("worker-1", "/path/w1.kubeconfig", "")
-//     topo, err := existing.New(ctx, existing.Options{Manager: mgr, Workers: []existing.Cluster{w1}, Mode: existing.Wire}, topology.Options{})
+// For example:
+//
+//	mgr, _ := existing.Kubeconfig("manager", "/path/manager.kubeconfig", "")
+//	w1, _ := existing.Kubeconfig("worker-1", "/path/w1.kubeconfig", "")
+//	topo, err := existing.New(ctx, existing.Options{Manager: mgr, Workers: []existing.Cluster{w1}, Mode: existing.Wire}, topology.Options{})
 package existing
 
 import (

@@ -1,0 +1,25 @@
+package connect_test
+
+import (
+	"fmt"
+
+	"github.com/multikueue-testkit/testkit/connect"
+)
+
+// The default connector comes from $MKTK_CONNECTOR (here a function stands
+// for the environment), with the guard on; a wrong value is an error naming
+// the variable.
+func ExampleFromEnv() {
+	for _, v := range []string{"", "clusterprofile", "ssh"} {
+		c, err := connect.FromEnv(func(string) string { return v })
+		if err != nil {
+			fmt.Println("error:", err != nil)
+			continue
+		}
+		fmt.Printf("%q → %s\n", v, c.Name())
+	}
+	// Output:
+	// "" → kubeconfig-secret
+	// "clusterprofile" → cluster-profile
+	// error: true
+}
