@@ -438,3 +438,10 @@ func (p *failoverProbes) addTo(r *FailoverResult) {
 	r.VisibilityProbes, r.VisibilityFailures = p.vis, p.visFail
 	r.SurvivorProbes, r.SurvivorFailures = p.direct, p.directFail
 }
+
+// Failover runs Failover and reports its error.
+func (r *Runner) Failover(ctx context.Context, o FailoverOptions) (FailoverResult, bool) {
+	r.h.Helper()
+	res, err := Failover(ctx, r.env, o)
+	return res, r.report(err)
+}

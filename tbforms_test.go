@@ -1,0 +1,101 @@
+package testkit_test
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/multikueue-testkit/testkit/assert"
+	"github.com/multikueue-testkit/testkit/scenario"
+)
+
+// TestEveryErrorFormHasItsTBForm: every Checker method that returns an
+// error has an Asserter method of the same name, and every scenario
+// function of an Env that returns an error has a Runner method of the same
+// name, so a test written with testing.T, Ginkgo or testify can use each.
+// DispatchJobs, the batch/Job-only dispatch of earlier versions, is the one
+// scenario left without one.
+func TestEveryErrorFormHasItsTBForm(t *testing.T) {
+	errType := reflect.TypeFor[error]()
+	checker, asserter := reflect.TypeFor[*assert.Checker](), reflect.TypeFor[*assert.Asserter]()
+	n := 0
+	for i := range checker.NumMethod() {
+		m := checker.Method(i)
+		if m.Type.NumOut() == 0 || m.Type.Out(m.Type.NumOut()-1) != errType {
+			continue
+		}
+		n++
+		if _, ok := asserter.MethodByName(m.Name); !ok {
+			t.Errorf("assert.Checker.%s returns an error but assert.Asserter has no %s", m.Name, m.Name)
+		}
+	}
+	if n < 10 {
+		t.Errorf("found %d Checker methods returning an error; the reflection above is broken", n)
+	}
+
+	runner := reflect.TypeFor[*scenario.Runner]()
+	files, err := filepath.Glob("scenario/*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	n = 0
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		file, err := parser.ParseFile(fset, f, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range file.Decls {
+			fn, ok := d.(*ast.FuncDecl)
+			if !ok || fn.Recv != nil || !fn.Name.IsExported() || !takesEnv(fn) || !returnsError(fn) {
+				continue
+			}
+			n++
+			if fn.Name.Name == "DispatchJobs" {
+				continue
+			}
+			if _, ok := runner.MethodByName(fn.Name.Name); !ok {
+				t.Errorf("scenario.%s (%s) returns an error but scenario.Runner has no %s", fn.Name.Name, fset.Position(fn.Pos()), fn.Name.Name)
+			}
+		}
+	}
+	if n < 10 {
+		t.Errorf("found %d scenario functions of an Env; the parsing above is broken", n)
+	}
+}
+
+// takesEnv: the function's second parameter is *Env.
+func takesEnv(fn *ast.FuncDecl) bool {
+	var types []ast.Expr
+	for _, p := range fn.Type.Params.List {
+		for range max(len(p.Names), 1) {
+			types = append(types, p.Type)
+		}
+	}
+	if len(types) < 2 {
+		return false
+	}
+	star, ok := types[1].(*ast.StarExpr)
+	if !ok {
+		return false
+	}
+	id, ok := star.X.(*ast.Ident)
+	return ok && id.Name == "Env"
+}
+
+// returnsError: the function's last result is error.
+func returnsError(fn *ast.FuncDecl) bool {
+	r := fn.Type.Results
+	if r == nil || len(r.List) == 0 {
+		return false
+	}
+	id, ok := r.List[len(r.List)-1].Type.(*ast.Ident)
+	return ok && id.Name == "error"
+}
