@@ -22,8 +22,10 @@ const DefaultSyncBound = 30 * time.Second
 // Job, restarts and terminal state for a JobSet, deployment and job status
 // for a RayJob). It waits (up to Timeout) for both final states.
 //
-// It does not compare intermediate counts, which MultiKueue may skip. Only
-// batch/Jobs run on the local topology (no JobSet or Ray controller there).
+// It does not compare intermediate counts, which MultiKueue may skip, and it
+// does not ask for a start on the manager when the manager never recorded
+// the placement (its Workload was never Admitted, so its job stayed
+// suspended; PlacementRecorded judges that).
 func (c *Checker) StatusSynced(ctx context.Context, job client.Object) error {
 	t, err := c.resolveFor(ctx, "StatusSynced", job)
 	if err != nil {
@@ -31,6 +33,7 @@ func (c *Checker) StatusSynced(ctx context.Context, job client.Object) error {
 	}
 	mgr := c.Topo.Manager.Name
 	var remote string
+	inferred := false // the manager never recorded the placement (PlacementRecorded judges that)
 	waitErr := pollHistory(ctx, c, fmt.Sprintf("the manager %s to show the remote one's final state", t.jobRef()), func() error {
 		wl, jobs := c.history(t)
 		cycles, _ := placements(wl, jobs, mgr)
@@ -40,7 +43,7 @@ func (c *Checker) StatusSynced(ctx context.Context, job client.Object) error {
 			}
 			return fmt.Errorf("%s is not placed yet", t)
 		}
-		remote = cycles[len(cycles)-1].cluster
+		remote, inferred = cycles[len(cycles)-1].cluster, cycles[len(cycles)-1].inferred
 		rf, mf := finalOf(jobs, remote), finalOf(jobs, mgr)
 		switch {
 		case rf.typ == "":
@@ -55,8 +58,15 @@ func (c *Checker) StatusSynced(ctx context.Context, job client.Object) error {
 	var problems []string
 	if remote != "" {
 		rf, mf := finalOf(jobs, remote), finalOf(jobs, mgr)
-		if hasEvent(jobs, remote, observe.JobStarted) && !hasEvent(jobs, mgr, observe.JobStarted) {
-			problems = append(problems, fmt.Sprintf("cluster %q: %s never showed a start though the remote %s on %q started", mgr, t.jobRef(), t.jobKind, remote))
+		// A manager Workload that was never Admitted (its placement never
+		// recorded) leaves the manager's job suspended, so it cannot show a
+		// start; its final status is still judged.
+		if hasEvent(jobs, remote, observe.JobStarted) && !hasEvent(jobs, mgr, observe.JobStarted) && !inferred {
+			why := ""
+			if !hasEvent(jobs, mgr, observe.JobUnsuspended) {
+				why = " (it was never unsuspended on the manager)"
+			}
+			problems = append(problems, fmt.Sprintf("cluster %q: %s never showed a start though the remote %s on %q started%s", mgr, t.jobRef(), t.jobKind, remote, why))
 		}
 		switch {
 		case rf.typ == "":
