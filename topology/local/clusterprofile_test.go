@@ -61,7 +61,8 @@ func TestClusterProfileExecPluginEnvironment(t *testing.T) {
 	}
 	topo.CloseWith(t)
 	dir := topo.Provider().(*local.Provider).Dir()
-	raw, err := os.ReadFile(filepath.Join(dir, "kueue-config.yaml"))
+	// The configuration the manager's Kueue process runs with.
+	raw, err := os.ReadFile(filepath.Join(dir, topo.Manager.Name, "kueue", "config.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,10 +71,17 @@ func TestClusterProfileExecPluginEnvironment(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := filepath.Join(dir, topo.Manager.Name, "exec-plugin.kubeconfig")
-	if cfg.MultiKueue == nil || cfg.MultiKueue.ClusterProfile == nil || len(cfg.MultiKueue.ClusterProfile.CredentialsProviders) != 1 {
+	if cfg.MultiKueue == nil || cfg.MultiKueue.ClusterProfile == nil {
 		t.Fatalf("multiKueue.clusterProfile = %+v, want one credentials provider", cfg.MultiKueue)
 	}
-	env := cfg.MultiKueue.ClusterProfile.CredentialsProviders[0].ExecConfig.Env
+	providers := cfg.MultiKueue.ClusterProfile.CredentialsProviders //nolint:staticcheck // what the library writes, accepted by every release
+	if len(providers) == 0 {
+		providers = cfg.MultiKueue.ClusterProfile.AccessProviders
+	}
+	if len(providers) != 1 {
+		t.Fatalf("multiKueue.clusterProfile = %+v, want one credentials provider", cfg.MultiKueue.ClusterProfile)
+	}
+	env := providers[0].ExecConfig.Env
 	if len(env) != 1 || env[0].Name != "KUBECONFIG" || env[0].Value != want {
 		t.Errorf("exec env = %+v, want KUBECONFIG=%s", env, want)
 	}
