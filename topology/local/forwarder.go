@@ -128,12 +128,6 @@ func (f *forwarder) setCut(cut bool) {
 	}
 }
 
-func (f *forwarder) isCut() bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.cut
-}
-
 // close stops listening, closes every connection and waits for the
 // goroutines. Nil-safe.
 func (f *forwarder) close() error {

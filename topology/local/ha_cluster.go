@@ -112,7 +112,7 @@ func (h *haCluster) start(ctx context.Context, c *topology.Cluster, lc *localClu
 	}
 	le := h.ha.leaderElection(h.namespace)
 	for i := range h.ha.Replicas {
-		r := &replica{cluster: h.cluster, name: replicaName(i), index: i}
+		r := &replica{cluster: h.cluster, name: replicaName(i)}
 		if r.api, err = newForwarder(h.cp.apiPort); err != nil {
 			return err
 		}

@@ -15,7 +15,6 @@ import (
 type replica struct {
 	cluster string
 	name    string // "kueue-0"
-	index   int
 	bin     *kueueBinary
 	api     *forwarder
 	vis     *forwarder
