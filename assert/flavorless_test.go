@@ -2,9 +2,16 @@ package assert_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	"github.com/multikueue-testkit/testkit/observe"
 	"github.com/multikueue-testkit/testkit/workload"
 )
 
@@ -38,5 +45,42 @@ func TestExactlyOnceAdmittedSaysAFlavorlessJobSkipsMultiKueue(t *testing.T) {
 	mustFail(t, err, "ExactlyOnceAdmitted failed", `cluster "manager"`, "admitted on the manager", "without any admission check Ready", "requests no resources")
 	if d := time.Since(start); d > 30*time.Second {
 		t.Errorf("the failure took %s: it should stop as soon as the manager admitted the Workload", d.Round(time.Second))
+	}
+}
+
+// removeStrandedCopies removes the remote copies (Workloads and Jobs with
+// MultiKueue's origin label) of the manager's Job job that are still on the
+// workers once the manager's Job is gone, and logs each as a finding.
+func removeStrandedCopies(t *testing.T, ctx context.Context, job *batchv1.Job) {
+	t.Helper()
+	origin := client.HasLabels{observe.LabelOrigin}
+	for _, w := range env.Topo.Workers {
+		var wls kueue.WorkloadList
+		if err := w.Client.List(ctx, &wls, client.InNamespace(job.Namespace), origin); err != nil {
+			t.Errorf("cluster %q: listing remote Workloads: %v", w.Name, err)
+			continue
+		}
+		for i := range wls.Items {
+			wl := &wls.Items[i]
+			if !strings.HasPrefix(wl.Name, "job-"+job.Name+"-") {
+				continue
+			}
+			t.Logf("Kueue %s finding: cluster %q: the remote Workload %s/%s (created %s) outlived the manager's Job %s/%s: MultiKueue dispatched the flavorless Workload before its admission check was dropped and then left its copies; removing them",
+				env.Topo.Facts.Version, w.Name, wl.Namespace, wl.Name, wl.CreationTimestamp.Format("15:04:05"), job.Namespace, job.Name)
+			removeFrom(t, ctx, w, wl)
+		}
+		remote := &batchv1.Job{}
+		err := w.Client.Get(ctx, client.ObjectKeyFromObject(job), remote)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			t.Errorf("cluster %q: reading Job %s/%s: %v", w.Name, job.Namespace, job.Name, err)
+			continue
+		}
+		if _, ok := remote.Labels[observe.LabelOrigin]; ok {
+			t.Logf("Kueue %s finding: cluster %q: the remote Job %s/%s outlived the manager's Job; removing it", env.Topo.Facts.Version, w.Name, job.Namespace, job.Name)
+			removeFrom(t, ctx, w, remote)
+		}
 	}
 }

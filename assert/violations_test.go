@@ -751,6 +751,34 @@ func TestQuotaRespectedCatchesAForcedAdmission(t *testing.T) {
 		"QuotaRespected failed", `cluster "`+w.Name+`"`, "cpu at", "over its quota of 4", "default/forced")
 }
 
+// TestQuotaRespectedCatchesADispatchWithoutQuota holds the manager's
+// ClusterQueue so that a Job's Workload waits there with no reservation,
+// then creates on a worker what MultiKueue would only create once it had
+// one: a Workload of that name with MultiKueue's origin label. The order is
+// read from the audit logs, and the failure says so.
+func TestQuotaRespectedCatchesADispatchWithoutQuota(t *testing.T) {
+	ctx := context.Background()
+	mgr, w := env.Topo.Manager, env.Topo.Workers[0]
+	setStopPolicy(t, ctx, mgr, kueue.Hold)
+	t.Cleanup(func() { setStopPolicy(t, ctx, mgr, kueue.None) })
+	c := checker(time.Minute)
+	c.Since = time.Now()
+	job := workload.NewJob("unreserved", "default").Queue("user-queue").Requests("1", "1Gi").RunFor(time.Second).Obj()
+	submit(t, ctx, job)
+	name := workloadOf(t, ctx, job)
+	observed(t, ctx, mgr.Name, job.Namespace, name, observe.Created)
+	// No such queue on the worker: its Kueue leaves the copy alone.
+	early := workload.NewWorkload(name, "default").Queue("nowhere").Requests("1", "1Gi").Label(observe.LabelOrigin, env.Topo.Spec.Kueue.Origin).Obj()
+	if err := w.Client.Create(ctx, early); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { removeFrom(t, ctx, w, early) }) // before the manager's queue is released
+	observed(t, ctx, w.Name, early.Namespace, early.Name, observe.Created)
+	mustFail(t, c.QuotaRespected(ctx),
+		"QuotaRespected failed", `cluster "`+w.Name+`": Workload default/`+name+" was dispatched at",
+		"while it held no quota on the manager", "by the audit logs: the worker's API server received the create and no reservation was made after it)")
+}
+
 func TestFinishedTimesOutWithTheStory(t *testing.T) {
 	ctx := context.Background()
 	job := workload.NewJob("slow", "default").Queue("user-queue").Requests("1", "1Gi").RunFor(time.Hour).Obj()

@@ -53,6 +53,12 @@ type Actor struct {
 	// Verb is the request: create, update, patch, delete, with the
 	// subresource when there is one ("patch status").
 	Verb string
+	// Received and Completed are the write's requestReceivedTimestamp and
+	// stageTimestamp: when the API server took the request and when it
+	// answered, by the server's clock. They order writes across clusters
+	// better than the Observer's receive times, which add each watch's
+	// delivery delay.
+	Received, Completed time.Time
 }
 
 // IsZero reports whether no actor is known.
@@ -260,7 +266,7 @@ func (o *Observer) Attribute(ctx context.Context, events []Event, ids ...Identit
 		if w.Subresource != "" {
 			verb += " " + w.Subresource
 		}
-		out[i].Actor = Actor{User: w.User, UserAgent: w.UserAgent, Role: role, Verb: verb}
+		out[i].Actor = Actor{User: w.User, UserAgent: w.UserAgent, Role: role, Verb: verb, Received: w.Received, Completed: w.Completed}
 	}
 	return out, errors.Join(errs...)
 }

@@ -135,11 +135,20 @@ func leaves(err error) []error {
 //     while none was selected (during the eviction);
 //   - LosersCleaned: those copies judged as the previous cycle's kept losers
 //     or, deleted when the manager released its quota, as the next cycle's
-//     losers deleted early.
+//     losers deleted early;
+//   - QuotaRespected: a copy the worker's API server received after the
+//     manager's API server completed the write that released the evicted
+//     Workload's reservation and before the one that made it again, by the
+//     audit logs (Kueue v0.19.2, one CI run in four and two local runs in
+//     four: MultiKueue nominates and dispatches from its view of the
+//     evicted Workload, still reserved, and its creates land in the tens of
+//     milliseconds the reservation is released). The same problem judged by
+//     the Observer's receive times alone is not taken as known.
 func knownOutageFindings(lost string) func(error) (*assert.Failure, bool) {
 	q := regexp.QuoteMeta(lost)
 	patterns := map[string]*regexp.Regexp{
 		"ExactlyOnceAdmitted": regexp.MustCompile(`^cluster "[^"]+": (remote Job \S+ created at \S+ while no worker was selected|cycle \d+: its copy of Workload \S+ got (QuotaReserved|Admitted) at \S+, after the manager had selected "` + q + `" at \S+)$`),
+		"QuotaRespected":      regexp.MustCompile(`^cluster "[^"]+": Workload \S+ was dispatched at \S+ while it held no quota on the manager \(by the audit logs: the worker's API server received the create \S+ after the manager's API server completed the write that released the reservation, \S+ before the write that made it again\)$`),
 		"LosersCleaned":       regexp.MustCompile(`^cluster "[^"]+": cycle \d+: its copy (was deleted at \S+, before the winner's copy on "[^"]+" was Admitted at \S+ \(MultiKueueWaitForWorkloadAdmitted=true\)|of Workload \S+ was kept after "` + q + `" was selected at \S+)$`),
 	}
 	return func(e error) (*assert.Failure, bool) {
