@@ -331,6 +331,10 @@ func TestKnownOutageFindings(t *testing.T) {
 		{"LosersCleaned", `cluster "worker-2": cycle 1: its copy of Workload default/job-outage-job-4-b14dd was kept after "worker-1" was selected at +2.406s`, true},
 		{"LosersCleaned", `cluster "worker-2": cycle 2: its copy of Workload default/job-outage-job-4-b14dd was kept after "worker-3" was selected at +22.406s`, false},
 		{"StatusSynced", `cluster "manager": Job default/outage-job-0 never became Succeeded; the remote Job on "worker-2" did at +38s`, false},
+		{"QuotaRespected", `cluster "worker-3": Workload default/job-outage-job-3-9908f was dispatched at +25.593s while it held no quota on the manager (by the audit logs: the worker's API server received the create 229ms after the manager's API server completed the write that released the reservation, 26ms before the write that made it again)`, true},
+		{"QuotaRespected", `cluster "worker-3": Workload default/job-outage-job-3-9908f was dispatched at +25.593s while it held no quota on the manager (by the Observer's receive times: no audit log to order them by)`, false},
+		{"QuotaRespected", `cluster "worker-3": Workload default/job-outage-job-3-9908f was dispatched at +25.593s while it held no quota on the manager (by the audit logs: the worker's API server received the create and no reservation was made after it)`, false},
+		{"QuotaRespected", `cluster "worker-1": ClusterQueue cluster-queue admitted 10 cpu at +2.845s, over its quota of 4, held by default/forced`, false},
 	} {
 		_, got := known(&assert.Failure{Assertion: tc.assertion, Problems: []string{tc.problem}})
 		if got != tc.want {
