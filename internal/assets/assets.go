@@ -17,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+	"time"
 )
 
 // EnvAssets is the environment variable envtest uses for a directory holding
@@ -180,8 +181,10 @@ func executable(p string) error {
 }
 
 // lockDir takes an exclusive advisory lock so that parallel test binaries do
-// not build the same thing twice. The returned func releases it.
-func lockDir(dir string) (func(), error) {
+// not build the same thing twice, waiting for it as long as ctx allows (a
+// test binary waiting for another's build must be able to give up before go
+// test kills it). The returned func releases it.
+func lockDir(ctx context.Context, dir string) (func(), error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -189,9 +192,23 @@ func lockDir(dir string) (func(), error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		f.Close()
-		return nil, err
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			f.Close()
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, fmt.Errorf("waiting for another process's build in %s: %w", dir, context.Cause(ctx))
+		case <-tick.C:
+		}
 	}
 	return func() {
 		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)

@@ -30,12 +30,14 @@ const EnvProvider = "MKTK_PROVIDER"
 // examples run on kind or on the clusters MKTK_KUBECONFIGS names.
 //
 // go test kills a test binary that runs longer than its -timeout plus a
-// minute, TestMain included, and a cold build of every binary takes longer
-// than go test's default 10 minutes on 2 cores. So when something is
-// missing and the binary's -timeout is shorter than ColdBuildBudget, Prepare
-// fails at once, saying how to build first, instead of being killed
-// halfway through the build.
+// minute, TestMain included. So Prepare builds for as long as the binary has
+// left after keeping TestReserve for the tests (with go test's default 10
+// minutes: 8, which a cold build on 2 cores may or may not fit), waiting for
+// another test binary's build as long, and when that runs out it stops,
+// saying so: what was compiled stays in Go's build cache, so the next run
+// goes on from there. With no -timeout (0) it builds to the end.
 func Prepare(ctx context.Context, integrations ...string) error {
+	start := time.Now()
 	if _, attach, err := existing.FromEnv(); err != nil || attach {
 		return err
 	}
@@ -45,18 +47,31 @@ func Prepare(ctx context.Context, integrations ...string) error {
 	if local.EnsureBinaries(ctx, local.Options{Assets: local.AssetOptions{NoBuild: true}}, integrations...) == nil {
 		return nil // all cached
 	}
-	if t := testTimeout(); t > 0 && t < ColdBuildBudget {
-		return fmt.Errorf("the local topology's binaries (kube-apiserver, etcd, kube-controller-manager, Kueue) are not built yet; "+
-			"a cold build takes 15-25 minutes on 2 cores and go test kills a test binary after its -timeout (%s) plus a minute, TestMain included. "+
-			"Build them first, with no time limit: `go run github.com/multikueue-testkit/testkit/cmd/mktk assets` (then run the tests again), "+
-			"or run the tests with -timeout %s or more", t, ColdBuildBudget)
+	t := testTimeout()
+	if t <= 0 {
+		return local.EnsureBinaries(ctx, local.Options{}, integrations...)
 	}
-	return local.EnsureBinaries(ctx, local.Options{}, integrations...)
+	budget := t + time.Minute - TestReserve
+	if budget <= 0 {
+		return fmt.Errorf("the local topology's binaries are not built yet and -timeout %s leaves no time to build them; build them first: `go run github.com/multikueue-testkit/testkit/cmd/mktk assets`", t)
+	}
+	bctx, cancel := context.WithDeadline(ctx, start.Add(budget))
+	defer cancel()
+	fmt.Fprintf(os.Stderr, "examples: building the local topology's binaries that are missing, for at most %s (this test binary's -timeout %s plus go test's minute, less %s for the tests)\n",
+		budget.Round(time.Second), t, TestReserve)
+	err := local.EnsureBinaries(bctx, local.Options{}, integrations...)
+	if err != nil && bctx.Err() != nil && ctx.Err() == nil {
+		return fmt.Errorf("the local topology's binaries were not all built within %s, what this test binary has (-timeout %s): "+
+			"what was compiled stays in Go's build cache, so running the tests again goes on from there; "+
+			"or build first with no time limit, `go run github.com/multikueue-testkit/testkit/cmd/mktk assets`, or give go test -timeout 40m (%v)",
+			budget.Round(time.Second), t, err)
+	}
+	return err
 }
 
-// ColdBuildBudget is the -timeout a test binary needs to build every
-// binary from nothing on 2 cores, with room to run its tests.
-const ColdBuildBudget = 40 * time.Minute
+// TestReserve is the part of a test binary's time Prepare leaves to the
+// examples' tests (the longest example package runs in about a minute).
+const TestReserve = 3 * time.Minute
 
 // testTimeout is the test binary's -test.timeout (0: none, or not a test
 // binary). It parses the command line, which TestMain may do.
