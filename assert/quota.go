@@ -47,8 +47,9 @@ func (c *Checker) QuotaRespected(ctx context.Context) error {
 			involvedKeys[k] = true
 		}
 	}
+	dispatched := c.dispatchesWithoutQuota(ctx, keys, histories)
 	for _, k := range keys {
-		for _, d := range c.dispatchesWithoutQuota(ctx, histories[k]) {
+		for _, d := range dispatched[k] {
 			found = append(found, func(t0 time.Time) string {
 				return fmt.Sprintf("cluster %q: Workload %s was dispatched at %s while it held no quota on the manager%s", d.create.Cluster, k, rel(d.create.Time, t0), d.why())
 			})
@@ -248,96 +249,131 @@ func (d dispatch) why() string {
 	return s + fmt.Sprintf(" %s before the write that made it again)", d.reserved.Sub(d.received).Round(time.Millisecond))
 }
 
-// dispatchesWithoutQuota returns the remote copies in one Workload's history
-// h created on a worker while the manager held no reservation for it:
-// between a QuotaReleased (Finished, Deleted) and the next QuotaReserved on
-// the manager, or before the first. Events of different clusters are ordered
-// by the Observer's receive times, which add each watch's delivery delay: a
-// copy created right after a new reservation can be seen before it. So a
-// copy that looks created without quota is judged again by the audit logs
-// when the clusters have them: the time the worker's API server received the
-// create against the times the manager's API server completed the writes
-// that cleared and made the reservation. It is reported if that order, too,
-// has it without quota, or if it could not be read (the problem says which).
-func (c *Checker) dispatchesWithoutQuota(ctx context.Context, h []observe.Event) []dispatch {
+// quotaStep is what an event means for dispatchesWithoutQuota.
+type quotaStep int
+
+const (
+	stepOther   quotaStep = iota
+	stepReserve           // QuotaReserved on the manager
+	stepRelease           // QuotaReleased, Finished or Deleted on the manager
+	stepCreate            // a remote copy (origin label) created on a worker
+)
+
+func (c *Checker) quotaStepOf(e observe.Event) quotaStep {
 	mgr := c.Topo.Manager.Name
-	relevant := func(e observe.Event) (reserve, release, create bool) {
-		switch {
-		case e.Cluster == mgr && e.Type == observe.QuotaReserved:
-			return true, false, false
-		case e.Cluster == mgr && (e.Type == observe.QuotaReleased || e.Type == observe.Finished || e.Type == observe.Deleted):
-			return false, true, false
-		case e.Cluster != mgr && e.Type == observe.Created && e.Labels[observe.LabelOrigin] != "":
-			return false, false, true
-		}
-		return false, false, false
+	switch {
+	case e.Cluster == mgr && e.Type == observe.QuotaReserved:
+		return stepReserve
+	case e.Cluster == mgr && (e.Type == observe.QuotaReleased || e.Type == observe.Finished || e.Type == observe.Deleted):
+		return stepRelease
+	case e.Cluster != mgr && e.Type == observe.Created && e.Labels[observe.LabelOrigin] != "":
+		return stepCreate
 	}
-	// scan walks events in order, at(e) their time, and returns the copies
-	// created while no reservation was held.
-	scan := func(events []observe.Event, at func(observe.Event) time.Time) []dispatch {
-		var out []dispatch
-		held := false
-		var released time.Time
-		for i, e := range events {
-			reserve, release, create := relevant(e)
-			switch {
-			case reserve:
-				held = true
-			case release:
-				held, released = false, at(e)
-			case create && !held && !e.Time.Before(c.Since):
-				d := dispatch{create: e, received: at(e), released: released}
-				for _, n := range events[i+1:] {
-					if r, _, _ := relevant(n); r {
-						d.reserved = at(n)
-						break
-					}
-				}
-				out = append(out, d)
+	return stepOther
+}
+
+// unheldCreates walks one Workload's events in order, at(e) their time, and
+// returns the remote copies created while the manager held no reservation:
+// between a release and the next reservation, or before the first.
+func (c *Checker) unheldCreates(events []observe.Event, at func(observe.Event) time.Time) []dispatch {
+	var out []dispatch
+	held := false
+	var released time.Time
+	waiting := 0 // out[waiting:] still want the next reservation's time
+	for _, e := range events {
+		switch c.quotaStepOf(e) {
+		case stepReserve:
+			held = true
+			for ; waiting < len(out); waiting++ {
+				out[waiting].reserved = at(e)
+			}
+		case stepRelease:
+			held, released = false, at(e)
+		case stepCreate:
+			if !held && !e.Time.Before(c.Since) {
+				out = append(out, dispatch{create: e, received: at(e), released: released})
 			}
 		}
-		return out
 	}
-	found := scan(h, func(e observe.Event) time.Time { return e.Time })
-	if len(found) == 0 {
+	return out
+}
+
+// dispatchesWithoutQuota returns, per Workload, the remote copies created on
+// a worker while the manager held no reservation for it (unheldCreates).
+// Events of different clusters are ordered by the Observer's receive times,
+// which add each watch's delivery delay: a copy created right after a new
+// reservation can be seen before it. So the Workloads with a copy that looks
+// created without quota are judged again by the audit logs, read once for
+// all of them, when the clusters have them: the time the worker's API server
+// received the create against the times the manager's API server completed
+// the writes that cleared and made the reservation. A copy is reported if
+// that order, too, has it without quota, or if the order could not be read
+// (the problem says which).
+func (c *Checker) dispatchesWithoutQuota(ctx context.Context, keys []client.ObjectKey, histories map[client.ObjectKey][]observe.Event) map[client.ObjectKey][]dispatch {
+	found := map[client.ObjectKey][]dispatch{}
+	var suspects []client.ObjectKey
+	var all []observe.Event
+	for _, k := range keys {
+		if ds := c.unheldCreates(histories[k], func(e observe.Event) time.Time { return e.Time }); len(ds) > 0 {
+			found[k] = ds
+			suspects = append(suspects, k)
+			all = append(all, histories[k]...)
+		}
+	}
+	if len(suspects) == 0 {
 		return nil
 	}
-	unread := func(why string) []dispatch {
-		for i := range found {
-			found[i].unread = why
+	unread := func(k client.ObjectKey, why string) {
+		for i := range found[k] {
+			found[k][i].unread = why
+		}
+	}
+	if !c.Obs.HasAudit() {
+		for _, k := range suspects {
+			unread(k, "no audit log to order them by")
 		}
 		return found
 	}
-	if !c.Obs.HasAudit() {
-		return unread("no audit log to order them by")
-	}
-	attributed, err := c.Obs.Attribute(ctx, h)
+	attributed, err := c.Obs.Attribute(ctx, all)
 	if err != nil {
-		return unread(fmt.Sprintf("reading the audit logs: %v", err))
-	}
-	var events []observe.Event
-	for _, e := range attributed {
-		reserve, release, create := relevant(e)
-		if !reserve && !release && !create {
-			continue
+		for _, k := range suspects {
+			unread(k, fmt.Sprintf("reading the audit logs: %v", err))
 		}
-		if e.Actor.IsZero() {
-			return unread(fmt.Sprintf("cluster %q: the write behind %s %s is not in its audit log", e.Cluster, e.Kind, e.Type))
-		}
-		events = append(events, e)
+		return found
 	}
 	// A create counts from when its request arrived, a manager write from
 	// when it was done.
 	at := func(e observe.Event) time.Time {
-		if e.Cluster == mgr {
+		if e.Cluster == c.Topo.Manager.Name {
 			return e.Actor.Completed
 		}
 		return e.Actor.Received
 	}
-	slices.SortStableFunc(events, func(a, b observe.Event) int { return at(a).Compare(at(b)) })
-	out := scan(events, at)
-	for i := range out {
-		out[i].audited = true
+	for _, k := range suspects { // Attribute keeps the order: each history in turn
+		h := attributed[:len(histories[k])]
+		attributed = attributed[len(histories[k]):]
+		var events []observe.Event
+		missing := ""
+		for _, e := range h {
+			if c.quotaStepOf(e) == stepOther {
+				continue
+			}
+			if e.Actor.IsZero() {
+				missing = fmt.Sprintf("cluster %q: the write behind %s %s is not in its audit log", e.Cluster, e.Kind, e.Type)
+				break
+			}
+			events = append(events, e)
+		}
+		if missing != "" {
+			unread(k, missing)
+			continue
+		}
+		slices.SortStableFunc(events, func(a, b observe.Event) int { return at(a).Compare(at(b)) })
+		ds := c.unheldCreates(events, at)
+		for i := range ds {
+			ds[i].audited = true
+		}
+		found[k] = ds
 	}
-	return out
+	return found
 }
