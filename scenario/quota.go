@@ -153,6 +153,15 @@ func (r *Runner) Quota(ctx context.Context, o QuotaOptions) (QuotaResult, bool) 
 // capacity returns how many jobs requesting cpu and memory fit the manager's
 // ClusterQueue and all workers' together, from the quotas the clusters have.
 func (r *run) capacity(ctx context.Context, field, cpu, memory string) (manager, workers int, err error) {
+	manager, per, err := r.capacityPerWorker(ctx, field, cpu, memory)
+	for _, n := range per {
+		workers += n
+	}
+	return manager, workers, err
+}
+
+// capacityPerWorker is capacity with the workers' slots by worker name.
+func (r *run) capacityPerWorker(ctx context.Context, field, cpu, memory string) (manager int, workers map[string]int, err error) {
 	req := corev1.ResourceList{}
 	for _, x := range []struct {
 		name  corev1.ResourceName
@@ -161,17 +170,18 @@ func (r *run) capacity(ctx context.Context, field, cpu, memory string) (manager,
 	}{{corev1.ResourceCPU, "CPU", cpu}, {corev1.ResourceMemory, "Memory", memory}} {
 		q, err := resource.ParseQuantity(x.val)
 		if err != nil || q.Sign() <= 0 {
-			return 0, 0, r.errorf("%s.%s: %q is not a positive quantity", field, x.field, x.val)
+			return 0, nil, r.errorf("%s.%s: %q is not a positive quantity", field, x.field, x.val)
 		}
 		req[x.name] = q
 	}
 	quotas, err := r.workerQuotas(ctx)
 	if err != nil {
-		return 0, 0, r.errorf("%w", err)
+		return 0, nil, r.errorf("%w", err)
 	}
 	manager = slots(quotas[r.env.Topo.Manager.Name], req)
+	workers = map[string]int{}
 	for _, w := range r.env.Topo.Workers {
-		workers += slots(quotas[w.Name], req)
+		workers[w.Name] = slots(quotas[w.Name], req)
 	}
 	return manager, workers, nil
 }

@@ -16,8 +16,13 @@ import (
 // StressOptions shape Stress.
 type StressOptions struct {
 	// Workloads to submit at once; default 500. They must exceed what the
-	// manager's quota admits at once.
+	// manager's quota admits at once, unless Ample.
 	Workloads int
+	// Ample turns the stress into a throughput run in the shape of Kueue's
+	// own MultiKueue performance test (kubernetes-sigs/kueue#13936): the
+	// manager's quota and every worker's must each fit all Workloads at
+	// once, and no exhaustion is looked for.
+	Ample bool
 	// Kinds of job, taken in turn; default batch/Job only.
 	Kinds []observe.Kind
 	// Namespace; default the topology's first queue namespace.
@@ -121,13 +126,26 @@ func Stress(ctx context.Context, env *Env, o StressOptions) (StressResult, error
 	if err := d.defaults(r.name); err != nil {
 		return res, err
 	}
-	if res.ManagerSlots, res.WorkerSlots, err = r.capacity(ctx, "StressOptions", o.CPU, o.Memory); err != nil {
+	perWorker := map[string]int{}
+	if res.ManagerSlots, perWorker, err = r.capacityPerWorker(ctx, "StressOptions", o.CPU, o.Memory); err != nil {
 		return res, err
+	}
+	for _, n := range perWorker {
+		res.WorkerSlots += n
 	}
 	if res.ManagerSlots == 0 || res.WorkerSlots == 0 {
 		return res, r.errorf("a job of %s CPU and %s memory fits %d times on the manager and %d times on the workers; both must be at least 1", o.CPU, o.Memory, res.ManagerSlots, res.WorkerSlots)
 	}
-	if o.Workloads <= res.ManagerSlots {
+	switch {
+	case o.Ample && o.Workloads > res.ManagerSlots:
+		return res, r.errorf("StressOptions.Ample: the manager's quota fits %d of the %d Workloads at once, not all", res.ManagerSlots, o.Workloads)
+	case o.Ample:
+		for _, w := range env.Topo.Workers {
+			if n := perWorker[w.Name]; n < o.Workloads {
+				return res, r.errorf("StressOptions.Ample: worker %q's quota fits %d of the %d Workloads at once, not all", w.Name, n, o.Workloads)
+			}
+		}
+	case o.Workloads <= res.ManagerSlots:
 		return res, r.errorf("StressOptions.Workloads: %d do not exhaust the manager's quota (it fits %d at once)", o.Workloads, res.ManagerSlots)
 	}
 	ns := r.namespace(o.Namespace)
@@ -194,7 +212,9 @@ func Stress(ctx context.Context, env *Env, o StressOptions) (StressResult, error
 		}
 		res.Assertions = append(res.Assertions, cost)
 	}
-	errs = append(errs, r.exhaustion(ctx, objs, &res))
+	if !o.Ample {
+		errs = append(errs, r.exhaustion(ctx, objs, &res))
+	}
 	res.Placement, res.Unrecorded = r.placements(ctx, objs)
 	return res, errors.Join(errs...)
 }

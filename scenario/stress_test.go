@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,6 +22,23 @@ func TestStressSmall(t *testing.T) {
 	env := mixed.get(t)
 	res, _ := scenario.For(t, env).Stress(context.Background(), scenario.StressOptions{Workloads: 60, NamePrefix: "stress-ci"})
 	logStress(t, res)
+}
+
+// TestStressAmple is the throughput shape at CI size: quota for every
+// workload at once on the manager and on each worker, no exhaustion looked
+// for; and the shape is refused where the quota does not fit them all.
+func TestStressAmple(t *testing.T) {
+	env := mixed.get(t)
+	ctx := context.Background()
+	_, err := scenario.Stress(ctx, env, scenario.StressOptions{Workloads: 60, Ample: true, NamePrefix: "ample-refused"})
+	if err == nil || !strings.Contains(err.Error(), "StressOptions.Ample: the manager's quota fits 12 of the 60 Workloads") {
+		t.Fatalf("Ample with 60 Jobs of 1 CPU on a manager that fits 12: got %v, want the refusal naming StressOptions.Ample", err)
+	}
+	res, _ := scenario.For(t, env).Stress(ctx, scenario.StressOptions{Workloads: 12, Ample: true, CPU: "100m", Memory: "10Mi", RunFor: time.Millisecond, NamePrefix: "ample-ci"})
+	logStress(t, res)
+	if res.Exhausted != "" {
+		t.Errorf("an Ample run reports an exhaustion: %s", res.Exhausted)
+	}
 }
 
 func logStress(tb testing.TB, res scenario.StressResult) {
@@ -135,6 +153,57 @@ func allAdmitted(env *scenario.Env, res scenario.StressResult) (took time.Durati
 		return 0, 0, "no Job creation on the manager was recorded"
 	}
 	return last.Sub(first), onWorker, ""
+}
+
+// BenchmarkThroughput is the shape of Kueue's own MultiKueue performance
+// test (kubernetes-sigs/kueue#13936: 1 manager + 3 workers, client-go's
+// default limits, 120 no-op workloads, ample quota; 1.31 workloads/s
+// admitted there) on its own topology: $MKTK_THROUGHPUT_WORKLOADS (default
+// 120) Jobs of 100m CPU running 1 ms, submitted at once, the manager's and
+// each worker's quota fitting all of them; then every assertion over every
+// workload. It reports the admission rate (the figure #13936 gives), the
+// rate to Finished, and judging's share of the run. Not in the CI path:
+//
+//	go test ./scenario -run '^$' -bench Throughput -benchtime 1x -timeout 30m
+func BenchmarkThroughput(b *testing.B) {
+	n := envInt(b, "MKTK_THROUGHPUT_WORKLOADS", 120)
+	ctx := context.Background()
+	// 100m each: 120 need 12 CPU; every worker has 20, the manager their sum.
+	topo, err := local.New(ctx, topology.Options{Workers: 3, WorkerQuota: topology.Quota{CPU: "20", Memory: "40Gi"}}, local.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer topo.Close(ctx)
+	env, err := scenario.Observe(ctx, topo)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer env.Close()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		res, err := scenario.Stress(ctx, env, scenario.StressOptions{Workloads: n, Ample: true, CPU: "100m", Memory: "10Mi", RunFor: time.Millisecond, NamePrefix: fmt.Sprintf("tput-%d", i)})
+		logStress(b, res)
+		if admitted, onWorker, why := allAdmitted(env, res); why == "" {
+			rate := float64(len(res.Objects)) / admitted.Seconds()
+			b.Logf("  every Workload admitted %s after the first Job was created (%d only on their worker): %.2f workloads/s, %.2f× kubernetes-sigs/kueue#13936's 1.31; all Finished: %.2f workloads/s",
+				admitted.Round(time.Millisecond), onWorker, rate, rate/1.31, float64(len(res.Objects))/res.Run.Seconds())
+			b.ReportMetric(rate, "admitted/s")
+		} else {
+			b.Logf("  the admission times could not be read from the history: %s", why)
+		}
+		share := res.Judging().Seconds() / res.Run.Seconds()
+		b.Logf("  judging every workload with every assertion took %s, %.2f %% of the run's %s", res.Judging().Round(time.Millisecond), 100*share, res.Run.Round(time.Millisecond))
+		b.ReportMetric(100*share, "judging-%")
+		b.ReportMetric(res.Run.Seconds(), "run-s")
+		if err != nil {
+			fails := leaves(err)
+			for _, e := range fails[:min(3, len(fails))] {
+				b.Log(e)
+			}
+			b.Errorf("%d checks failed (the first 3 above; per assertion in the table)", len(fails))
+		}
+	}
+	b.ReportMetric(0, "ns/op")
 }
 
 func envInt(tb testing.TB, name string, def int) int {
