@@ -22,35 +22,42 @@ import (
 )
 
 // BenchmarkStartup measures, in one run, the time for 1 manager + 3 workers
-// to become Active with the clusters started in parallel (the default) and one
-// after another, and reports the ratio. Binaries must be cached.
+// to become Active with the clusters started in parallel (the default), one
+// after another, and in parallel with two KWOK Nodes, kube-scheduler and a
+// KWOK controller on every worker (local.Options.Nodes), and reports the
+// ratios. Binaries must be cached.
 //
 //	go test ./scenario -run '^$' -bench Startup -benchtime 1x
 func BenchmarkStartup(b *testing.B) {
 	ctx := context.Background()
-	var par, seq time.Duration
+	cases := []struct {
+		name string
+		opts local.Options
+		took time.Duration
+	}{
+		{name: "parallel"},
+		{name: "sequential", opts: local.Options{Sequential: true}},
+		{name: "nodes", opts: local.Options{Nodes: &local.Nodes{Count: 2}}},
+	}
 	for i := 0; i < b.N; i++ {
-		for _, sequential := range []bool{false, true} {
+		for j := range cases {
 			start := time.Now()
-			topo, err := local.New(ctx, topology.Options{Workers: 3}, local.Options{Sequential: sequential})
+			topo, err := local.New(ctx, topology.Options{Workers: 3}, cases[j].opts)
 			if err != nil {
 				b.Fatal(err)
 			}
-			d := time.Since(start)
+			cases[j].took += time.Since(start)
 			if err := topo.Close(ctx); err != nil {
 				b.Fatal(err)
-			}
-			if sequential {
-				seq += d
-			} else {
-				par += d
 			}
 		}
 	}
 	n := float64(b.N)
-	b.ReportMetric(par.Seconds()/n, "parallel-s")
-	b.ReportMetric(seq.Seconds()/n, "sequential-s")
-	b.ReportMetric(seq.Seconds()/par.Seconds(), "seq/par")
+	for _, c := range cases {
+		b.ReportMetric(c.took.Seconds()/n, c.name+"-s")
+	}
+	b.ReportMetric(cases[1].took.Seconds()/cases[0].took.Seconds(), "seq/par")
+	b.ReportMetric(cases[2].took.Seconds()/cases[0].took.Seconds(), "nodes/par")
 	b.ReportMetric(0, "ns/op")
 }
 

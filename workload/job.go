@@ -22,7 +22,8 @@ const QueueLabel = constants.QueueLabel
 //
 // A built Job runs the same way in the local topology and on a real cluster:
 // RunFor and Fails set the annotations the local executor reads
-// (topology.AnnotationRunDuration, topology.AnnotationOutcome) and the pod
+// (topology.AnnotationRunDuration, topology.AnnotationOutcome) on the Job
+// and on its pod template (KWOK Nodes read them on the pods), and the pod
 // template, whose container (DefaultImage unless Image is called) sleeps for
 // the run duration and exits 0, or 1 with Fails. The pod never restarts and
 // backoffLimit is 0, so a real Job controller fails the Job on that exit.
@@ -84,19 +85,29 @@ func (b *JobBuilder) WorkloadPriorityClass(name string) *JobBuilder {
 	return b
 }
 
-// RunFor sets how long the Job runs: in the local executor and in the pod's
-// sleep. It panics on a negative duration.
+// RunFor sets how long the Job runs: in the local executor, on KWOK Nodes
+// (the annotation on the pod template) and in the pod's sleep. It panics on a negative duration.
 func (b *JobBuilder) RunFor(d time.Duration) *JobBuilder {
 	b.run.setDuration(d)
-	b.job.Annotations[topology.AnnotationRunDuration] = d.String()
+	b.annotate(topology.AnnotationRunDuration, d.String())
 	return b
 }
 
 // Fails makes the Job fail: the local executor marks it Failed, the pod exits 1.
 func (b *JobBuilder) Fails() *JobBuilder {
 	b.run.fails = true
-	b.job.Annotations[topology.AnnotationOutcome] = topology.OutcomeFailed
+	b.annotate(topology.AnnotationOutcome, topology.OutcomeFailed)
 	return b
+}
+
+// annotate sets a run annotation on the Job (the executor reads it there)
+// and on its pod template (KWOK reads it on the pods).
+func (b *JobBuilder) annotate(k, v string) {
+	b.job.Annotations[k] = v
+	if b.job.Spec.Template.Annotations == nil {
+		b.job.Spec.Template.Annotations = map[string]string{}
+	}
+	b.job.Spec.Template.Annotations[k] = v
 }
 
 // Image sets the container image for real clusters (default DefaultImage);

@@ -20,7 +20,8 @@ import (
 // set the pod template (sleep, then exit 0 or 1; restartPolicy Never,
 // backoffLimit 0, and JobSet's default failure policy of no restarts fails
 // the JobSet). RunFor and Fails also set the local executor's annotations on
-// the JobSet and on its Job template, so the child Jobs carry them.
+// the JobSet, on its Job template, so the child Jobs carry them, and on
+// the pod template, for KWOK Nodes (local.Options.Nodes).
 type JobSetBuilder struct {
 	js  jobset.JobSet
 	run run
@@ -86,9 +87,17 @@ func (b *JobSetBuilder) Fails() *JobSetBuilder {
 // it must have sh and sleep.
 func (b *JobSetBuilder) Image(image string) *JobSetBuilder { b.run.image = image; return b }
 
+// annotate sets a run annotation on the JobSet, on its Job template (the
+// executor reads it on the child Jobs) and on the pod template (KWOK reads
+// it on the pods).
 func (b *JobSetBuilder) annotate(k, v string) {
 	b.js.Annotations[k] = v
-	b.js.Spec.ReplicatedJobs[0].Template.Annotations[k] = v
+	tmpl := &b.js.Spec.ReplicatedJobs[0].Template
+	tmpl.Annotations[k] = v
+	if tmpl.Spec.Template.Annotations == nil {
+		tmpl.Spec.Template.Annotations = map[string]string{}
+	}
+	tmpl.Spec.Template.Annotations[k] = v
 }
 
 // Label sets a label on the JobSet.

@@ -25,8 +25,9 @@ func up(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("mktk up", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	workers := fs.Int("workers", 3, "number of worker clusters (1–20)")
+	nodes := fs.Int("nodes", 0, "KWOK Nodes per worker, with kube-scheduler and a KWOK controller: pods bound and run as on a cluster (0: none, the Job executor runs Jobs)")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: mktk up [--workers N]\n\nStarts 1 manager + N workers (the local topology) and keeps them up until Ctrl-C.\n\nflags:\n")
+		fmt.Fprintf(fs.Output(), "usage: mktk up [--workers N] [--nodes N]\n\nStarts 1 manager + N workers (the local topology) and keeps them up until Ctrl-C.\n\nflags:\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -36,19 +37,27 @@ func up(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mktk up: unexpected argument %q\n", fs.Arg(0))
 		return 2
 	}
+	if *nodes < 0 {
+		fmt.Fprintf(stderr, "mktk up: --nodes: %d is negative\n", *nodes)
+		return 2
+	}
+	var lo local.Options
+	if *nodes > 0 {
+		lo.Nodes = &local.Nodes{Count: *nodes}
+	}
 	ctx, stop := signalContext()
 	defer stop()
-	if err := runUp(ctx, *workers, stdout, stderr); err != nil {
+	if err := runUp(ctx, *workers, lo, stdout, stderr); err != nil {
 		fmt.Fprintln(stderr, "mktk up:", err)
 		return 1
 	}
 	return 0
 }
 
-func runUp(ctx context.Context, workers int, stdout, stderr io.Writer) (err error) {
+func runUp(ctx context.Context, workers int, lo local.Options, stdout, stderr io.Writer) (err error) {
 	start := time.Now()
 	fmt.Fprintf(stderr, "mktk: starting 1 manager + %d worker(s)\n", workers)
-	topo, err := local.New(ctx, topology.Options{Workers: workers, Progress: stderr}, local.Options{})
+	topo, err := local.New(ctx, topology.Options{Workers: workers, Progress: stderr}, lo)
 	if err != nil {
 		return err
 	}
@@ -86,6 +95,9 @@ func runUp(ctx context.Context, workers int, stdout, stderr io.Writer) (err erro
 	}
 	if p, ok := topo.Provider().(*local.Provider); ok {
 		fmt.Fprintf(stdout, "# logs: %s/<cluster>/kueue.log, kube-apiserver.log\n", p.Dir())
+	}
+	if lo.Nodes != nil {
+		fmt.Fprintf(stdout, "# %d KWOK Node(s) per worker: kubectl --context worker-1 get nodes; pods are bound by kube-scheduler and run by KWOK\n", lo.Nodes.Count)
 	}
 	fmt.Fprintf(stdout, "# the manager:\nexport KUBECONFIG=%s\n", paths[0])
 	fmt.Fprintf(stdout, "# or every cluster (kubectl --context worker-1 ...):\n# export KUBECONFIG=%s\n", strings.Join(paths, ":"))

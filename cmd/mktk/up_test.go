@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -27,7 +29,7 @@ import (
 func TestUp(t *testing.T) {
 	bin := theBinary.get(t)
 	ctx := context.Background()
-	cmd := exec.Command(bin, "up", "--workers", "1")
+	cmd := exec.Command(bin, "up", "--workers", "1", "--nodes", "2")
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -97,6 +99,14 @@ func TestUp(t *testing.T) {
 		if len(nss.Items) == 0 {
 			t.Errorf("context %s: no namespaces", c)
 		}
+		// kubectl get nodes: the worker's two KWOK Nodes, none on the manager.
+		nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatalf("context %s: list nodes: %v", c, err)
+		}
+		if want := map[string]int{"manager": 0, "worker-1": 2}[c]; len(nodes.Items) != want {
+			t.Errorf("context %s: %d Nodes, want %d", c, len(nodes.Items), want)
+		}
 	}
 	children := descendants(cmd.Process.Pid)
 	var servers []int
@@ -106,6 +116,11 @@ func TestUp(t *testing.T) {
 		}
 	}
 	t.Logf("children: %v", children)
+	for _, want := range []string{"kube-scheduler", "kwok"} {
+		if !slices.Contains(slices.Collect(maps.Values(children)), want) {
+			t.Errorf("no %s among the children of mktk up --nodes 2", want)
+		}
+	}
 	if len(servers) != 4 {
 		t.Errorf("%d etcd/kube-apiserver children, want 4 (2 clusters)", len(servers))
 	}

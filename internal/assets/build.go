@@ -62,12 +62,9 @@ func build(ctx context.Context, o Options, have Binaries) (Binaries, error) {
 		b = built
 	}
 	if b.ControllerManager == "" {
-		fmt.Fprintf(o.Progress, "multikueue-testkit: building kube-controller-manager %s from Go modules into %s\n", o.KubernetesVersion, o.controllerManagerDir())
-		fmt.Fprintf(o.Progress, "multikueue-testkit: %s; later runs reuse the cache (set %s to skip this)\n", controllerManagerBuildCost, EnvControllerManager)
-		if b.ControllerManager, err = buildControllerManager(ctx, o, kubeMod); err != nil {
-			return Binaries{}, fmt.Errorf("%w: building kube-controller-manager %s failed: %v; %s", ErrNotFound, o.KubernetesVersion, err, hint())
+		if b.ControllerManager, err = buildComponent(ctx, o, controllerManager(), kubeMod); err != nil {
+			return Binaries{}, err
 		}
-		fmt.Fprintf(o.Progress, "multikueue-testkit: kube-controller-manager ready in %s\n", o.controllerManagerDir())
 	}
 	return b, nil
 }
@@ -184,10 +181,10 @@ func prepareKubeModule(ctx context.Context, o Options, dir string) error {
 	if err != nil {
 		return err
 	}
-	if err := writeModule(dir, gomod, APIServerPackage, ControllerManagerPackage); err != nil {
+	if err := writeModule(dir, gomod, APIServerPackage, ControllerManagerPackage, SchedulerPackage); err != nil {
 		return err
 	}
-	step(o, "go mod tidy for kube-apiserver and kube-controller-manager")
+	step(o, "go mod tidy for kube-apiserver, kube-controller-manager and kube-scheduler")
 	_, err = goCmd(ctx, o, dir, "mod", "tidy")
 	return err
 }

@@ -41,6 +41,12 @@ func KubeRayOperator() OperatorSpec {
 	return OperatorSpec{Name: "kuberay-operator", Module: "github.com/ray-project/kuberay/ray-operator", Package: "github.com/ray-project/kuberay/ray-operator"}
 }
 
+// KWOKController is KWOK's controller (sigs.k8s.io/kwok/cmd/kwok), which
+// keeps fake Nodes and moves their pods through Stages.
+func KWOKController() OperatorSpec {
+	return OperatorSpec{Name: "kwok", Module: "sigs.k8s.io/kwok", Package: "sigs.k8s.io/kwok/cmd/kwok"}
+}
+
 // RequiredVersion is the version of module that the Kueue source tree at
 // k.SourceDir requires in its go.mod.
 func (k Kueue) RequiredVersion(module string) (string, error) {

@@ -48,6 +48,8 @@ const (
 	roleControllerManager observe.Role = "kube-controller-manager"
 	roleJobSet            observe.Role = "the JobSet controller"
 	roleKubeRay           observe.Role = "the KubeRay operator"
+	roleScheduler         observe.Role = "kube-scheduler"
+	roleKWOK              observe.Role = "the KWOK controller (the kubelet's part)"
 )
 
 // roleOf maps the local identities to their roles.
@@ -65,6 +67,10 @@ func roleOf(user string) observe.Role {
 		return roleJobSet
 	case kuberayUser:
 		return roleKubeRay
+	case schedulerUser:
+		return roleScheduler
+	case kwokUser:
+		return roleKWOK
 	}
 	return ""
 }
@@ -73,9 +79,10 @@ func roleOf(user string) observe.Role {
 // the writes (create, update, patch, delete, deletecollection), at the
 // Metadata level, to the resources the Observer records
 // (observe.AuditedResources, subresources included), to Secrets in Kueue's
-// namespace and to ClusterProfiles; nothing else, and only the
+// namespace and to ClusterProfiles, and with nodes (Options.Nodes) to pods
+// (bindings and status included) and Nodes; nothing else, and only the
 // ResponseComplete stage.
-func auditPolicy(spec topology.Spec) ([]byte, error) {
+func auditPolicy(spec topology.Spec, nodes bool) ([]byte, error) {
 	watched, err := observe.AuditedResources(spec.Kueue.Integrations)
 	if err != nil {
 		return nil, err
@@ -89,6 +96,10 @@ func auditPolicy(spec topology.Spec) ([]byte, error) {
 		add(gr)
 	}
 	add(schema.GroupResource{Group: "multicluster.x-k8s.io", Resource: "clusterprofiles"})
+	if nodes {
+		add(schema.GroupResource{Resource: "pods"})
+		add(schema.GroupResource{Resource: "nodes"})
+	}
 	groups := make([]string, 0, len(byGroup))
 	for g := range byGroup {
 		groups = append(groups, g)

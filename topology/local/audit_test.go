@@ -25,7 +25,7 @@ func TestAuditPolicyAuditsOnlyTheWritesAttributionNeeds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, err := auditPolicy(spec)
+	raw, err := auditPolicy(spec, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,6 +40,9 @@ type localCluster struct {
 	// binaries are the operators' controller binaries (JobSet, KubeRay), in
 	// start order; close stops them in reverse, before Kueue.
 	binaries []*controllerBinary
+	// procs are the worker's node-side processes (kube-scheduler, KWOK),
+	// in start order; close stops them in reverse, first.
+	procs []*process
 	// rayHead answers the KubeRay operator's Ray dashboard requests (a worker
 	// with a Ray integration); nil otherwise.
 	rayHead *rayHead
@@ -134,8 +137,25 @@ func (lc *localCluster) startComponent(ctx context.Context, name string, mgr man
 	})
 }
 
+// track adds a started process (nil is skipped) for close to stop.
+func (lc *localCluster) track(p *process) {
+	if p == nil {
+		return
+	}
+	lc.mu.Lock()
+	lc.procs = append(lc.procs, p)
+	lc.mu.Unlock()
+}
+
 func (lc *localCluster) close() error {
 	var errs []error
+	lc.mu.Lock()
+	procs := lc.procs
+	lc.procs = nil
+	lc.mu.Unlock()
+	for i := len(procs) - 1; i >= 0; i-- {
+		errs = append(errs, procs[i].stop(procStopTimeout))
+	}
 	lc.mu.Lock()
 	comps := lc.components
 	lc.components = nil

@@ -70,30 +70,39 @@ func (cp *controlPlane) startControllerManager(ctx context.Context, controllers 
 		return fmt.Errorf("cluster %q: kube-controller-manager kubeconfig: %w", cp.cluster, err)
 	}
 	var err error
+	cp.kcm, err = cp.startServing(ctx, "kube-controller-manager", func(port int) *process { return cp.newControllerManager(port, controllers) })
+	return err
+}
+
+// startServing starts the process newProc makes for a free loopback port
+// (its secure port, self-signed) and waits until its /healthz answers; a
+// start that loses its port race is retried on another port.
+func (cp *controlPlane) startServing(ctx context.Context, name string, newProc func(port int) *process) (*process, error) {
+	var err error
 	for attempt := 0; attempt < 3; attempt++ {
 		var port int
 		if port, err = cp.ports.free(); err != nil {
-			return err
+			return nil, err
 		}
-		cp.kcm = cp.newControllerManager(port, controllers)
-		if err = cp.kcm.start(); err != nil {
-			return err
+		p := newProc(port)
+		if err = p.start(); err != nil {
+			return nil, err
 		}
 		hc := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
 			TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // readiness probe of a loopback server only
 		}}
 		url := fmt.Sprintf("https://127.0.0.1:%d/healthz", port)
-		err = cp.waitHealthy(ctx, cp.kcm, fmt.Sprintf("cluster %q: kube-controller-manager to answer %s", cp.cluster, url), func() error { return getOK(hc, url) })
+		err = cp.waitHealthy(ctx, p, fmt.Sprintf("cluster %q: %s to answer %s", cp.cluster, name, url), func() error { return getOK(hc, url) })
 		hc.CloseIdleConnections()
 		if err == nil {
-			return nil
+			return p, nil
 		}
-		_ = cp.kcm.stop(procStopTimeout)
+		_ = p.stop(procStopTimeout)
 		if !errors.Is(err, errPortInUse) {
-			return err
+			return nil, err
 		}
 	}
-	return err
+	return nil, err
 }
 
 func (cp *controlPlane) newControllerManager(port int, controllers []string) *process {

@@ -40,6 +40,9 @@ type controlPlane struct {
 	// runner), of kube-controller-manager and of the in-process JobSet and
 	// KubeRay controllers: the audit log tells them from the test (admin).
 	kueue, agent, kcmID, jobset, kuberay keyPair
+	// schedulerID and kwokID are kube-scheduler's and the KWOK
+	// controller's (workers with Options.Nodes).
+	schedulerID, kwokID keyPair
 	// audit is the API server's audit log; nil when audit is off.
 	audit *auditLog
 	// shared is the topology's one etcd when the clusters share it
@@ -82,7 +85,7 @@ func newControlPlane(cluster, dir string, bins assets.Binaries, extraArgs []stri
 	if cp.kueue, err = cp.ca.client(kueueUser, "system:masters"); err != nil {
 		return nil, err
 	}
-	for id, user := range map[*keyPair]string{&cp.agent: agentUser, &cp.kcmID: kcmUser, &cp.jobset: jobsetUser, &cp.kuberay: kuberayUser} {
+	for id, user := range map[*keyPair]string{&cp.agent: agentUser, &cp.kcmID: kcmUser, &cp.jobset: jobsetUser, &cp.kuberay: kuberayUser, &cp.schedulerID: schedulerUser, &cp.kwokID: kwokUser} {
 		if *id, err = cp.ca.client(user, "system:masters"); err != nil {
 			return nil, err
 		}
@@ -157,8 +160,10 @@ func (cp *controlPlane) newAPIServer() *process {
 		"--service-account-signing-key-file=" + f("sa.key"),
 		"--service-cluster-ip-range=10.0.0.0/24",
 		"--allow-privileged=true",
-		// No controller-manager creates default ServiceAccounts here.
-		"--disable-admission-plugins=ServiceAccount",
+		// No controller-manager creates default ServiceAccounts here, and
+		// none runs the node lifecycle controller that would lift the
+		// not-ready taint TaintNodesByCondition puts on a new (KWOK) Node.
+		"--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
 		// Test clusters serve one client; APF only costs start-up time.
 		"--enable-priority-and-fairness=false",
 		"--endpoint-reconciler-type=none",

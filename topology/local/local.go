@@ -80,6 +80,11 @@ type Options struct {
 	// is then off. It costs more per Job than the executor (see the
 	// docs/local-topology.md, "Real controllers").
 	RealPods bool
+	// Nodes puts KWOK Nodes, kube-scheduler and a KWOK controller on every
+	// worker (see Nodes): pods are created by the Job controller, bound by
+	// the scheduler and run by KWOK. Implies RealPods without its pod
+	// runner. Nil: no Nodes.
+	Nodes *Nodes
 	// DisableAudit turns off the API servers' audit logs; failure timelines
 	// then do not say who made each change. Audit costs little (see the
 	// docs/performance.md).
@@ -250,6 +255,9 @@ type Provider struct {
 	etcd *sharedEtcd
 	// ports hands out every loopback port the topology listens on.
 	ports portPool
+	// nodes are the binaries and each worker's Nodes with Options.Nodes,
+	// set by Provision before any cluster starts; nil without.
+	nodes *nodeSetup
 
 	mu       sync.Mutex
 	root     string
@@ -317,6 +325,11 @@ func (p *Provider) Provision(ctx context.Context, spec topology.Spec) (*topology
 		}
 		roots.kubeRay = kb.kubeRay.SourceDir
 	}
+	if p.opts.Nodes != nil {
+		if p.nodes, err = prepareNodes(ctx, p.opts.Assets.internal(), *p.opts.Nodes, spec); err != nil {
+			return nil, nil, err
+		}
+	}
 	cpNeeded := p.opts.ClusterProfileCRD || needs.ClusterProfileCRD
 	mgrCRDs, err := loadCRDs(ctx, crdSources(spec.Kueue.Integrations, cpNeeded, p.opts.ServeKueueV1beta1, false, roots))
 	if err != nil {
@@ -337,7 +350,7 @@ func (p *Provider) Provision(ctx context.Context, spec topology.Spec) (*topology
 		}
 	}
 	if !p.opts.DisableAudit {
-		if p.auditPolicy, err = auditPolicy(spec); err != nil {
+		if p.auditPolicy, err = auditPolicy(spec, p.opts.Nodes != nil); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -450,34 +463,47 @@ func (p *Provider) startCluster(ctx context.Context, name string, role topology.
 		return nil, nil, err
 	}
 	worker := role == topology.RoleWorker
-	// After the CRDs are served: the garbage collector and the namespace
-	// controller then know their resources from the start (they rediscover
-	// every 30 s).
-	if err := cp.startControllerManager(ctx, kcmControllers(worker && p.opts.RealPods)); err != nil {
-		return nil, nil, err
-	}
-
-	if err := lc.startBinaryKueue(ctx, c, kb, hooks.kueue, p.opts); err != nil {
-		return nil, nil, err
+	ray := worker && hasCRD(crds, rayClusterCRD)
+	// After the CRDs are served (the garbage collector and the namespace
+	// controller then know their resources from the start; they rediscover
+	// every 30 s), every component at once: none needs another to start, and
+	// each start is mostly waiting for a process to answer.
+	nodes := worker && p.nodes != nil
+	realPods := worker && (p.opts.RealPods || nodes)
+	steps := []func() error{
+		func() error { return cp.startControllerManager(ctx, kcmControllers(realPods)) },
+		func() error { return lc.startBinaryKueue(ctx, c, kb, hooks.kueue, p.opts) },
 	}
 	if kb.jobSet.Path != "" {
-		if err := lc.startJobSetBinary(ctx, c, kb.jobSet, hooks.jobSet, p.opts); err != nil {
-			return nil, nil, err
-		}
-	}
-	ray := hasCRD(crds, rayClusterCRD)
-	if !worker {
-		return c, lc, nil
+		steps = append(steps, func() error { return lc.startJobSetBinary(ctx, c, kb.jobSet, hooks.jobSet, p.opts) })
 	}
 	if ray {
-		if err := lc.startKubeRay(ctx, kb.kubeRay, p.opts); err != nil {
-			return nil, nil, err
-		}
+		steps = append(steps, func() error { return lc.startKubeRay(ctx, kb.kubeRay, p.opts) })
 	}
-	if err := lc.startAgent(ctx, !p.opts.RealPods, p.opts.RealPods || ray, p.opts.StartTimeout); err != nil {
+	if worker {
+		steps = append(steps, func() error {
+			return lc.startAgent(ctx, !realPods, !nodes && (realPods || ray), p.opts.StartTimeout)
+		})
+	}
+	if nodes {
+		steps = append(steps, func() error { return lc.startNodes(ctx, c, p.nodes, p.opts.StartTimeout) })
+	}
+	if err := together(steps...); err != nil {
 		return nil, nil, err
 	}
 	return c, lc, nil
+}
+
+// together runs steps concurrently and returns their errors joined, once
+// every step has returned.
+func together(steps ...func() error) error {
+	errs := make([]error, len(steps))
+	var wg sync.WaitGroup
+	for i, step := range steps {
+		wg.Go(func() { errs[i] = step() })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // CRD names that decide which real controllers a cluster runs.

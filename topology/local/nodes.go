@@ -1,0 +1,174 @@
+package local
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/multikueue-testkit/testkit/internal/assets"
+	"github.com/multikueue-testkit/testkit/internal/poll"
+	"github.com/multikueue-testkit/testkit/topology"
+)
+
+// Nodes puts Nodes on every worker, as a cluster has them: KWOK Nodes
+// (sigs.k8s.io/kwok: fake Nodes that a KWOK controller process keeps Ready
+// and whose bound pods it moves through its Stages), kube-scheduler to bind
+// pods to them and kube-controller-manager's Job controller to create the
+// pods. A Job then runs as on a cluster: its pods are scheduled, run for
+// their run duration (topology.AnnotationRunDuration) and end Succeeded, or
+// Failed with exit code 1 (topology.AnnotationOutcome); the Job controller
+// writes the Job's status. Pods that fit no Node stay Pending. The Job
+// executor and the pod runner are then off.
+type Nodes struct {
+	// Count of Nodes per worker; default 1.
+	Count int
+	// CPU and Memory each Node can allocate; default the worker's
+	// ClusterQueue quota divided by Count (so that the Nodes hold what the
+	// quota admits).
+	CPU, Memory string
+	// Pods each Node can allocate; default 110, a kubelet's.
+	Pods int
+	// Labels added to each Node (topology labels for TAS, for instance).
+	Labels map[string]string
+	// Taints of each Node.
+	Taints []corev1.Taint
+}
+
+// kwokNodeAnnotation marks the Nodes the KWOK controller manages
+// (--manage-nodes-with-annotation-selector), as KWOK's own examples do.
+const kwokNodeAnnotation = "kwok.x-k8s.io/node"
+
+// nodeObjects are the Nodes n puts on a worker whose quota is quota.
+func (n Nodes) nodeObjects(worker string, quota corev1.ResourceList) ([]*corev1.Node, error) {
+	count := n.Count
+	if count == 0 {
+		count = 1
+	}
+	if count < 0 {
+		return nil, fmt.Errorf("local: Options.Nodes.Count: %d is negative", count)
+	}
+	pods := n.Pods
+	switch {
+	case pods < 0:
+		return nil, fmt.Errorf("local: Options.Nodes.Pods: %d is negative", pods)
+	case pods == 0:
+		pods = 110
+	}
+	alloc := corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(int64(pods), resource.DecimalSI)}
+	for _, x := range []struct {
+		name  corev1.ResourceName
+		field string
+		val   string
+	}{{corev1.ResourceCPU, "CPU", n.CPU}, {corev1.ResourceMemory, "Memory", n.Memory}} {
+		if x.val != "" {
+			q, err := resource.ParseQuantity(x.val)
+			if err != nil || q.Sign() < 0 {
+				return nil, fmt.Errorf("local: Options.Nodes.%s: %q is not a non-negative quantity", x.field, x.val)
+			}
+			alloc[x.name] = q
+			continue
+		}
+		q, ok := quota[x.name]
+		if !ok {
+			return nil, fmt.Errorf("local: Options.Nodes.%s: worker %q has no %s quota to size the Nodes by; set it", x.field, worker, x.name)
+		}
+		alloc[x.name] = *resource.NewMilliQuantity(q.MilliValue()/int64(count), q.Format)
+	}
+	out := make([]*corev1.Node, count)
+	for i := range out {
+		name := fmt.Sprintf("%s-node-%d", worker, i)
+		labels := map[string]string{
+			corev1.LabelHostname: name, corev1.LabelOSStable: "linux", corev1.LabelArchStable: "amd64", "type": "kwok",
+		}
+		maps.Copy(labels, n.Labels)
+		out[i] = &corev1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels, Annotations: map[string]string{kwokNodeAnnotation: "fake"}},
+			Spec:       corev1.NodeSpec{Taints: n.Taints},
+			Status:     corev1.NodeStatus{Allocatable: alloc, Capacity: alloc},
+		}
+	}
+	return out, nil
+}
+
+// createNodes creates the worker's Nodes and waits until the KWOK controller made each
+// Ready.
+func createNodes(ctx context.Context, c *topology.Cluster, nodes []*corev1.Node, timeout time.Duration) error {
+	for _, n := range nodes {
+		// As a kubelet registers its Node: the status (capacity,
+		// allocatable) is part of the create; KWOK keeps it.
+		if err := c.Client.Create(ctx, n.DeepCopy()); err != nil {
+			return fmt.Errorf("cluster %q: create Node %s: %w", c.Name, n.Name, err)
+		}
+	}
+	return poll.Until(ctx, timeout, fmt.Sprintf("cluster %q: the KWOK controller to make %d Node(s) Ready", c.Name, len(nodes)), func(ctx context.Context) error {
+		for _, n := range nodes {
+			got := &corev1.Node{}
+			if err := c.Client.Get(ctx, client.ObjectKey{Name: n.Name}, got); err != nil {
+				return err
+			}
+			ready := false
+			for _, cond := range got.Status.Conditions {
+				ready = ready || cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue
+			}
+			if !ready {
+				return fmt.Errorf("Node %s is not Ready", n.Name)
+			}
+		}
+		return nil
+	})
+}
+
+// nodeSetup is what Options.Nodes needs on every worker: the binaries and
+// each worker's Nodes.
+type nodeSetup struct {
+	scheduler string
+	kwok      assets.Operator
+	nodes     map[string][]*corev1.Node
+}
+
+// KWOKVersion is the KWOK controller the local topology runs with
+// Options.Nodes.
+const KWOKVersion = "v0.8.0"
+
+// prepareNodes finds or builds kube-scheduler (of the topology's Kubernetes
+// version) and the KWOK controller, and makes each worker's Nodes.
+func prepareNodes(ctx context.Context, ao assets.Options, n Nodes, spec topology.Spec) (*nodeSetup, error) {
+	ns := &nodeSetup{nodes: map[string][]*corev1.Node{}}
+	for _, w := range spec.WorkerNames {
+		nodes, err := n.nodeObjects(w, spec.Quotas[w])
+		if err != nil {
+			return nil, err
+		}
+		ns.nodes[w] = nodes
+	}
+	var err error
+	if ns.scheduler, err = assets.EnsureScheduler(ctx, ao); err != nil {
+		return nil, fmt.Errorf("local: Options.Nodes: %w", err)
+	}
+	if ns.kwok, err = assets.EnsureOperator(ctx, ao, assets.KWOKController(), KWOKVersion); err != nil {
+		return nil, fmt.Errorf("local: Options.Nodes: %w", err)
+	}
+	return ns, nil
+}
+
+// startNodes starts a worker's kube-scheduler and KWOK controller, then
+// creates its Nodes and waits until KWOK made them Ready.
+func (lc *localCluster) startNodes(ctx context.Context, c *topology.Cluster, ns *nodeSetup, timeout time.Duration) error {
+	sched, err := lc.cp.startScheduler(ctx, ns.scheduler)
+	lc.track(sched)
+	if err != nil {
+		return err
+	}
+	kwok, err := lc.cp.startKWOK(ns.kwok.Path, ns.kwok.SourceDir)
+	lc.track(kwok)
+	if err != nil {
+		return err
+	}
+	return createNodes(ctx, c, ns.nodes[lc.name], timeout)
+}

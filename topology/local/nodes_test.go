@@ -1,0 +1,212 @@
+package local_test
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/multikueue-testkit/testkit/assert"
+	"github.com/multikueue-testkit/testkit/internal/poll"
+	"github.com/multikueue-testkit/testkit/scenario"
+	"github.com/multikueue-testkit/testkit/topology"
+	"github.com/multikueue-testkit/testkit/topology/local"
+	"github.com/multikueue-testkit/testkit/workload"
+)
+
+// TestNodes runs Jobs on KWOK Nodes (Options.Nodes): on the worker the Job
+// controller creates the pods, kube-scheduler binds them to the worker's
+// two Nodes (2 CPU each, its 4-CPU quota split) and KWOK runs them, with
+// no executor and no pod runner. A Job of two pods succeeds, a failing Job
+// ends Failed with its container's exit code 1, a JobSet's child Job
+// succeeds; each manager status ends identical to the worker's. A Job of
+// 3 CPU fits the quota but no Node: admitted and dispatched, its pod stays
+// Pending, unschedulable. Deleted, no pod or Job is left anywhere.
+func TestNodes(t *testing.T) {
+	ctx := context.Background()
+	topo, err := local.New(ctx, topology.Options{Workers: 1, Kueue: topology.KueueOptions{
+		Integrations: []string{topology.IntegrationBatchJob, topology.IntegrationJobSet},
+	}}, local.Options{Nodes: &local.Nodes{Count: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo.CloseWith(t)
+	env, err := scenario.Observe(ctx, topo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Close()
+	mgr, w, lq := topo.Manager, topo.Workers[0], topo.Spec.Queues.LocalQueue
+
+	var nodes corev1.NodeList
+	if err := w.Client.List(ctx, &nodes); err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, n := range nodes.Items {
+		names[n.Name] = true
+		if cpu := n.Status.Allocatable[corev1.ResourceCPU]; cpu.String() != "2" {
+			t.Errorf("cluster %q: Node %s allocates %s CPU, want 2 (the worker's 4-CPU quota over 2 Nodes)", w.Name, n.Name, cpu.String())
+		}
+	}
+	if len(names) != 2 {
+		t.Fatalf("cluster %q: Nodes %v, want 2", w.Name, names)
+	}
+
+	objs := []client.Object{
+		workload.NewJob("pods-ok", "default").Queue(lq).Parallelism(2).Completions(2).Requests("100m", "64Mi").RunFor(time.Second).Obj(),
+		workload.NewJob("pods-fail", "default").Queue(lq).Requests("100m", "64Mi").RunFor(time.Second).Fails().Obj(),
+		workload.NewJobSet("pods-set", "default").Queue(lq).Requests("100m", "64Mi").RunFor(time.Second).Obj(),
+	}
+	want := map[string]string{
+		"pods-ok":   "Succeeded active=0 succeeded=2 failed=0",
+		"pods-fail": "Failed active=0 succeeded=0 failed=1",
+		"pods-set":  "Succeeded restarts=0 terminalState=Completed",
+	}
+	seen := watchPods(ctx, t, w.Config, "default")
+	start := time.Now()
+	for _, o := range objs {
+		if err := mgr.Client.Create(ctx, o); err != nil {
+			t.Fatalf("cluster %q: create %T %s: %v", mgr.Name, o, o.GetName(), err)
+		}
+	}
+	a := assert.For(t, env.Check)
+	for _, o := range objs {
+		st := finalState(ctx, t, mgr, o)
+		outcome := "Succeeded"
+		if st.Failed {
+			outcome = "Failed"
+		}
+		if got := outcome + " " + st.Summary; got != want[o.GetName()] {
+			t.Errorf("cluster %q: %T %s ended %q, want %q", mgr.Name, o, o.GetName(), got, want[o.GetName()])
+		}
+		a.StatusSynced(ctx, o)
+		a.Finished(ctx, o)
+	}
+	t.Logf("2 Jobs and a JobSet (1 s runs, 4 pods on KWOK Nodes) finished on the manager %s after creation", time.Since(start).Round(time.Millisecond))
+
+	// Each pod as last seen, before MultiKueue's cleanup deleted it with
+	// its Job.
+	pods := seen()
+	if len(pods) != 4 {
+		t.Errorf("cluster %q: %d pods seen, want 4", w.Name, len(pods))
+	}
+	for _, p := range pods {
+		if !names[p.Spec.NodeName] {
+			t.Errorf("cluster %q: pod %s was bound to %q, not to one of the Nodes %v", w.Name, p.Name, p.Spec.NodeName, names)
+		}
+		if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+			t.Errorf("cluster %q: pod %s was last seen %s", w.Name, p.Name, p.Status.Phase)
+		}
+		wantCode := int32(0)
+		if strings.HasPrefix(p.Name, "pods-fail") {
+			wantCode = 1
+		}
+		for _, cs := range p.Status.ContainerStatuses {
+			if cs.State.Terminated == nil || cs.State.Terminated.ExitCode != wantCode {
+				t.Errorf("cluster %q: pod %s container %s ended %+v, want exit code %d", w.Name, p.Name, cs.Name, cs.State, wantCode)
+			}
+		}
+	}
+	// Who did what, by the worker's audit log: the scheduler bound the
+	// pods, KWOK wrote their status, the Job controller the Jobs'.
+	writes, err := topo.Provider().(*local.Provider).AuditSource(w.Name).Writes(ctx, start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	by := map[string]map[string]bool{}
+	for _, wr := range writes {
+		k := wr.Resource.Resource + "/" + wr.Subresource
+		if by[k] == nil {
+			by[k] = map[string]bool{}
+		}
+		by[k][wr.User] = true
+		if k == "jobs/status" && wr.User != "system:kube-controller-manager" {
+			t.Errorf("cluster %q: Job %s status written by %s, want only the Job controller", w.Name, wr.Name, wr.User)
+		}
+	}
+	for k, user := range map[string]string{"pods/binding": "system:kube-scheduler", "pods/status": "kwok-controller"} {
+		if !by[k][user] {
+			t.Errorf("cluster %q: no %s write by %s in the audit log (writers: %v)", w.Name, k, user, by[k])
+		}
+	}
+
+	// More than a Node holds, within the quota: admitted, dispatched, and
+	// its pod Pending on the worker.
+	big := workload.NewJob("too-big", "default").Queue(lq).Requests("3", "64Mi").RunFor(time.Second).Obj()
+	if err := mgr.Client.Create(ctx, big); err != nil {
+		t.Fatal(err)
+	}
+	err = poll.Until(ctx, 2*time.Minute, fmt.Sprintf("cluster %q: the pod of Job too-big to be unschedulable", w.Name), func(ctx context.Context) error {
+		var pods corev1.PodList
+		if err := w.Client.List(ctx, &pods, client.InNamespace("default"), client.MatchingLabels{"job-name": "too-big"}); err != nil {
+			return err
+		}
+		if len(pods.Items) != 1 {
+			return fmt.Errorf("%d pods", len(pods.Items))
+		}
+		p := pods.Items[0]
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+				if p.Status.Phase != corev1.PodPending || p.Spec.NodeName != "" {
+					return poll.Stop(fmt.Errorf("pod %s is unschedulable but %s on %q", p.Name, p.Status.Phase, p.Spec.NodeName))
+				}
+				t.Logf("cluster %q: pod %s of the admitted Job too-big: %s: %s", w.Name, p.Name, c.Reason, c.Message)
+				return nil
+			}
+		}
+		return fmt.Errorf("pod %s: %s, conditions %v", p.Name, p.Status.Phase, p.Status.Conditions)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	for _, o := range append(objs, big) {
+		if err := mgr.Client.Delete(ctx, o, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a.NoOrphans(ctx)
+	nothingLeft(ctx, t, topo, "default")
+}
+
+// watchPods records every pod of ns on the cluster behind cfg as last
+// seen (deleted ones included) until the test ends; the returned function
+// reads them.
+func watchPods(ctx context.Context, t *testing.T, cfg *rest.Config, ns string) func() map[string]corev1.Pod {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wi, err := cs.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(wi.Stop)
+	var mu sync.Mutex
+	last := map[string]corev1.Pod{}
+	go func() {
+		for ev := range wi.ResultChan() {
+			if p, ok := ev.Object.(*corev1.Pod); ok {
+				mu.Lock()
+				last[p.Name] = *p
+				mu.Unlock()
+			}
+		}
+	}()
+	return func() map[string]corev1.Pod {
+		mu.Lock()
+		defer mu.Unlock()
+		return maps.Clone(last)
+	}
+}
