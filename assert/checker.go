@@ -27,6 +27,10 @@ type Checker struct {
 	Obs  *observe.Observer
 	// Timeout bounds each wait; default DefaultTimeout.
 	Timeout time.Duration
+	// SyncSLO, when set, makes StatusSynced fail a manager job whose final
+	// state came more than this after the remote one's; zero judges only
+	// that it came, within Timeout (liveness).
+	SyncSLO time.Duration
 	// Since, when set, limits the topology-wide history assertions
 	// (QuotaRespected) to violations from that moment on: tests that share
 	// one topology are each judged on their own time. Earlier events still

@@ -533,7 +533,9 @@ func workloadOf(t *testing.T, ctx context.Context, job client.Object) string {
 
 // TestStatusSyncedCatchesAManagerThatStopsSyncing stops the manager's Kueue
 // while the remote Job runs, so its final state never reaches the manager;
-// then starts it again and sees the status catch up.
+// then starts it again and sees the status catch up: late but right, which
+// passes (liveness), with the lag read; a Checker with a SyncSLO under that
+// lag fails it, naming the SLO.
 func TestStatusSyncedCatchesAManagerThatStopsSyncing(t *testing.T) {
 	ctx := context.Background()
 	mgr := env.Topo.Manager
@@ -579,6 +581,14 @@ func TestStatusSyncedCatchesAManagerThatStopsSyncing(t *testing.T) {
 	if err := checker(time.Minute).StatusSynced(ctx, job); err != nil {
 		t.Fatalf("status did not catch up after the manager's Kueue restarted: %v", err)
 	}
+	lag, ok, err := checker(time.Minute).SyncLag(ctx, job)
+	if err != nil || !ok || lag < 3*time.Second {
+		t.Fatalf("SyncLag = %s, %v, %v; want the 3 s and more the manager's Kueue was down after the remote Job succeeded", lag, ok, err)
+	}
+	t.Logf("the manager showed the final state %s after the remote Job", lag.Round(time.Millisecond))
+	slo := checker(time.Minute)
+	slo.SyncSLO = lag / 2
+	mustFail(t, slo.StatusSynced(ctx, job), "StatusSynced failed", "Job default/unsynced", "over the Checker's SyncSLO of "+(lag / 2).String(), "the status itself synced")
 }
 
 // TestStatusSyncedCatchesKueueDroppingTheFinalStatus reproduces a defect of

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -53,6 +54,20 @@ type StressResult struct {
 	Exhausted  string
 	// Assertions is what judging took, per assertion, after the run.
 	Assertions []AssertionCost
+	// SyncLag is how long after each remote job's final state the manager's
+	// job showed its own (assert.Checker.SyncLag): the median and the
+	// longest, over the workloads where both were recorded.
+	SyncLag LagSummary
+	// Cleanup is how long after the run MultiKueue took to remove every
+	// remote copy (NoOrphans then judges at once).
+	Cleanup time.Duration
+}
+
+// LagSummary summarizes lags.
+type LagSummary struct {
+	Median, Max time.Duration
+	// Measured is how many lags were read; the others lacked a final state.
+	Measured int
 }
 
 // AssertionCost is the time one assertion took over a stress run.
@@ -176,6 +191,12 @@ func Stress(ctx context.Context, env *Env, o StressOptions) (StressResult, error
 		return res, err
 	}
 	res.Run = time.Since(start)
+	// MultiKueue's cleanup of the remote copies is the system's time, not
+	// the judging's: NoOrphans waits for it here; judged again below, once
+	// the copies are gone, it costs only its reading.
+	t0 := time.Now()
+	cleanupErr := r.chk.NoOrphans(ctx)
+	res.Cleanup = time.Since(t0)
 
 	// Judging, one assertion at a time over every workload.
 	var errs []error
@@ -202,7 +223,12 @@ func Stress(ctx context.Context, env *Env, o StressOptions) (StressResult, error
 	for _, c := range []struct {
 		name string
 		fn   func(context.Context) error
-	}{{"QuotaRespected", r.chk.QuotaRespected}, {"NoOrphans", r.chk.NoOrphans}} {
+	}{{"QuotaRespected", r.chk.QuotaRespected}, {"NoOrphans", func(ctx context.Context) error {
+		if cleanupErr != nil {
+			return cleanupErr // it waited its grace already; its cost is the Cleanup
+		}
+		return r.chk.NoOrphans(ctx)
+	}}} {
 		t0 := time.Now()
 		err := c.fn(ctx)
 		cost := AssertionCost{Name: c.name, Calls: 1, Total: time.Since(t0)}
@@ -215,6 +241,7 @@ func Stress(ctx context.Context, env *Env, o StressOptions) (StressResult, error
 	if !o.Ample {
 		errs = append(errs, r.exhaustion(ctx, objs, &res))
 	}
+	res.SyncLag = r.syncLags(ctx, objs)
 	res.Placement, res.Unrecorded = r.placements(ctx, objs)
 	return res, errors.Join(errs...)
 }
@@ -320,4 +347,19 @@ func (r *run) exhaustion(ctx context.Context, objs []client.Object, res *StressR
 		}
 	}
 	return r.errorf("the manager's quota (%d jobs) was never exhausted with Workloads queued (peaks: %d queued, %d reserved)", res.ManagerSlots, s.peak.queued, s.peak.reserved)
+}
+
+// syncLags reads every object's sync lag from the history.
+func (r *run) syncLags(ctx context.Context, objs []client.Object) LagSummary {
+	var lags []time.Duration
+	for _, o := range objs {
+		if lag, ok, err := r.chk.SyncLag(ctx, o); err == nil && ok {
+			lags = append(lags, lag)
+		}
+	}
+	if len(lags) == 0 {
+		return LagSummary{}
+	}
+	slices.Sort(lags)
+	return LagSummary{Median: lags[len(lags)/2], Max: lags[len(lags)-1], Measured: len(lags)}
 }

@@ -49,6 +49,8 @@ func logStress(tb testing.TB, res scenario.StressResult) {
 		tb.Logf("  %-20s %4d calls, %3d failed, %9s in all, %9s per call", c.Name, c.Calls, c.Failed, c.Total.Round(time.Millisecond), c.PerCall().Round(time.Microsecond))
 	}
 	tb.Logf("  judging took %s; remote Jobs per worker %v", res.Judging().Round(time.Millisecond), res.PerWorker())
+	tb.Logf("  the manager showed each remote job's final state %s after it (median; longest %s, %d read); MultiKueue removed the remote copies %s after the run",
+		res.SyncLag.Median.Round(time.Millisecond), res.SyncLag.Max.Round(time.Millisecond), res.SyncLag.Measured, res.Cleanup.Round(time.Millisecond))
 }
 
 // BenchmarkStress runs the stress scenario at full size on its own
