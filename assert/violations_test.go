@@ -588,7 +588,7 @@ func TestStatusSyncedCatchesAManagerThatStopsSyncing(t *testing.T) {
 	t.Logf("the manager showed the final state %s after the remote Job", lag.Round(time.Millisecond))
 	slo := checker(time.Minute)
 	slo.SyncSLO = lag / 2
-	mustFail(t, slo.StatusSynced(ctx, job), "StatusSynced failed", "Job default/unsynced", "over the Checker's SyncSLO of "+(lag / 2).String(), "the status itself synced")
+	mustFail(t, slo.StatusSynced(ctx, job), "StatusSynced failed", "Job default/unsynced", "over the Checker's SyncSLO of "+(lag/2).String(), "the status itself synced")
 }
 
 // TestStatusSyncedCatchesKueueDroppingTheFinalStatus reproduces a defect of
