@@ -83,7 +83,7 @@ type Options struct {
 	// Nodes puts KWOK Nodes, kube-scheduler and a KWOK controller on every
 	// worker (see Nodes): pods are created by the Job controller, bound by
 	// the scheduler and run by KWOK. Implies RealPods without its pod
-	// runner. Nil: no Nodes.
+	// runner. Nil: $MKTK_NODES decides (NodesFromEnv), else no Nodes.
 	Nodes *Nodes
 	// DisableAudit turns off the API servers' audit logs; failure timelines
 	// then do not say who made each change. Audit costs little (see the
@@ -229,6 +229,11 @@ func New(ctx context.Context, opts topology.Options, lopts Options) (*topology.T
 	lopts, err := haFromEnvUnlessSet(lopts)
 	if err != nil {
 		return nil, fmt.Errorf("local: %w", err)
+	}
+	if lopts.Nodes == nil {
+		if lopts.Nodes, err = NodesFromEnv(os.Getenv); err != nil {
+			return nil, fmt.Errorf("local: %w", err)
+		}
 	}
 	return topology.New(ctx, NewProvider(lopts), opts)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -171,4 +172,23 @@ func (lc *localCluster) startNodes(ctx context.Context, c *topology.Cluster, ns 
 		return err
 	}
 	return createNodes(ctx, c, ns.nodes[lc.name], timeout)
+}
+
+// NodesEnv is the environment variable NodesFromEnv reads.
+const NodesEnv = "MKTK_NODES"
+
+// NodesFromEnv returns the Nodes that $MKTK_NODES asks for: "" or "0" none,
+// N > 0 that many KWOK Nodes per worker. Anything else is an error naming
+// the variable. local.New uses it when Options.Nodes is nil, so any suite
+// runs on Nodes without copies: MKTK_NODES=1 go test ./examples/...
+func NodesFromEnv(getenv func(string) string) (*Nodes, error) {
+	v := getenv(NodesEnv)
+	if v == "" || v == "0" {
+		return nil, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return nil, fmt.Errorf("$%s=%q: want a number of Nodes per worker, 0 for none", NodesEnv, v)
+	}
+	return &Nodes{Count: n}, nil
 }
