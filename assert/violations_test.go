@@ -581,9 +581,9 @@ func TestStatusSyncedCatchesAManagerThatStopsSyncing(t *testing.T) {
 	if err := checker(time.Minute).StatusSynced(ctx, job); err != nil {
 		t.Fatalf("status did not catch up after the manager's Kueue restarted: %v", err)
 	}
-	lag, ok, err := checker(time.Minute).SyncLag(ctx, job)
-	if err != nil || !ok || lag < 3*time.Second {
-		t.Fatalf("SyncLag = %s, %v, %v; want the 3 s and more the manager's Kueue was down after the remote Job succeeded", lag, ok, err)
+	lag, ok := checker(time.Minute).SyncLag(ctx, job)
+	if !ok || lag < 3*time.Second {
+		t.Fatalf("SyncLag = %s, %v; want the 3 s and more the manager's Kueue was down after the remote Job succeeded", lag, ok)
 	}
 	t.Logf("the manager showed the final state %s after the remote Job", lag.Round(time.Millisecond))
 	slo := checker(time.Minute)

@@ -353,7 +353,7 @@ func (r *run) exhaustion(ctx context.Context, objs []client.Object, res *StressR
 func (r *run) syncLags(ctx context.Context, objs []client.Object) LagSummary {
 	var lags []time.Duration
 	for _, o := range objs {
-		if lag, ok, err := r.chk.SyncLag(ctx, o); err == nil && ok {
+		if lag, ok := r.chk.SyncLag(ctx, o); ok {
 			lags = append(lags, lag)
 		}
 	}
