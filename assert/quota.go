@@ -48,8 +48,10 @@ func (c *Checker) QuotaRespected(ctx context.Context) error {
 		}
 	}
 	dispatched := c.dispatchesWithoutQuota(ctx, keys, histories)
+	var dispatchedTo []string
 	for _, k := range keys {
 		for _, d := range dispatched[k] {
+			dispatchedTo = append(dispatchedTo, d.create.Cluster)
 			found = append(found, func(t0 time.Time) string {
 				return fmt.Sprintf("cluster %q: Workload %s was dispatched at %s while it held no quota on the manager%s", d.create.Cluster, k, rel(d.create.Time, t0), d.why())
 			})
@@ -72,11 +74,38 @@ func (c *Checker) QuotaRespected(ctx context.Context) error {
 	}
 	return c.fail(ctx, &Failure{
 		Assertion: "QuotaRespected",
-		Object:    "every ClusterQueue on every cluster",
+		Object:    quotaObject(quotaEvents, dispatchedTo),
 		Expected:  "admitted usage within each ClusterQueue's quota, as the cluster had it, at every moment; nothing dispatched without a reservation on the manager",
 		Problems:  problems,
 		Timeline:  c.timeline(involved),
 	})
+}
+
+// quotaObject names what QuotaRespected found at fault: each ClusterQueue
+// that went over its quota (from the quota events that set the limits
+// broken) and the workers that received a dispatch without quota.
+func quotaObject(quotaEvents []observe.Event, dispatchedTo []string) string {
+	var parts []string
+	seen := map[string]bool{}
+	for _, e := range quotaEvents {
+		p := fmt.Sprintf("ClusterQueue %s on %q", e.Name, e.Cluster)
+		if !seen[p] {
+			seen[p] = true
+			parts = append(parts, p)
+		}
+	}
+	slices.Sort(dispatchedTo)
+	if to := slices.Compact(dispatchedTo); len(to) > 0 {
+		q := make([]string, len(to))
+		for i, c := range to {
+			q[i] = fmt.Sprintf("%q", c)
+		}
+		parts = append(parts, "the dispatches to "+strings.Join(q, ", ")+" without quota on the manager")
+	}
+	if len(parts) == 0 {
+		return "the ClusterQueues"
+	}
+	return strings.Join(parts, " and ")
 }
 
 // overQuota sweeps the reservations on cluster, queue by queue, and reports

@@ -3,6 +3,8 @@ package assert
 import (
 	"testing"
 	"time"
+
+	"github.com/multikueue-testkit/testkit/observe"
 )
 
 // TestDispatchWhySaysWhichOrderJudged pins the wording scenario tests match
@@ -26,6 +28,32 @@ func TestDispatchWhySaysWhichOrderJudged(t *testing.T) {
 	} {
 		if got := tc.d.why(); got != tc.want {
 			t.Errorf("%s:\n got %q\nwant %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestQuotaObjectNamesTheQueuesAtFault: the heading names the ClusterQueue
+// that went over and the worker that got a dispatch without quota, not
+// "every ClusterQueue on every cluster".
+func TestQuotaObjectNamesTheQueuesAtFault(t *testing.T) {
+	over := []observe.Event{
+		{Cluster: "worker-3", Name: "cluster-queue", Type: observe.QuotaSet},
+		{Cluster: "worker-3", Name: "cluster-queue", Type: observe.QuotaSet},
+		{Cluster: "worker-1", Name: "other", Type: observe.QuotaSet},
+	}
+	for _, tc := range []struct {
+		name       string
+		over       []observe.Event
+		dispatched []string
+		want       string
+	}{
+		{"one queue", over[:1], nil, `ClusterQueue cluster-queue on "worker-3"`},
+		{"two queues, one named once", over, nil, `ClusterQueue cluster-queue on "worker-3" and ClusterQueue other on "worker-1"`},
+		{"dispatches", nil, []string{"worker-2", "worker-1", "worker-2"}, `the dispatches to "worker-1", "worker-2" without quota on the manager`},
+		{"both", over[:1], []string{"worker-2"}, `ClusterQueue cluster-queue on "worker-3" and the dispatches to "worker-2" without quota on the manager`},
+	} {
+		if got := quotaObject(tc.over, tc.dispatched); got != tc.want {
+			t.Errorf("%s: got %q, want %q", tc.name, got, tc.want)
 		}
 	}
 }

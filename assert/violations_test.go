@@ -758,7 +758,7 @@ func TestQuotaRespectedCatchesAForcedAdmission(t *testing.T) {
 	})
 	observed(t, ctx, w.Name, big.Namespace, big.Name, observe.QuotaReserved)
 	mustFail(t, checker(time.Minute).QuotaRespected(ctx),
-		"QuotaRespected failed", `cluster "`+w.Name+`"`, "cpu at", "over its quota of 4", "default/forced")
+		"QuotaRespected failed for ClusterQueue ", ` on "`+w.Name+`"`, `cluster "`+w.Name+`"`, "cpu at", "over its quota of 4", "default/forced")
 }
 
 // TestQuotaRespectedCatchesADispatchWithoutQuota holds the manager's
@@ -785,7 +785,7 @@ func TestQuotaRespectedCatchesADispatchWithoutQuota(t *testing.T) {
 	t.Cleanup(func() { removeFrom(t, ctx, w, early) }) // before the manager's queue is released
 	observed(t, ctx, w.Name, early.Namespace, early.Name, observe.Created)
 	mustFail(t, c.QuotaRespected(ctx),
-		"QuotaRespected failed", `cluster "`+w.Name+`": Workload default/`+name+" was dispatched at",
+		`QuotaRespected failed for the dispatches to "`+w.Name+`" without quota on the manager`, `cluster "`+w.Name+`": Workload default/`+name+" was dispatched at",
 		"while it held no quota on the manager", "by the audit logs: the worker's API server received the create and no reservation was made after it)")
 }
 
