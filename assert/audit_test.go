@@ -48,7 +48,7 @@ func timelineLine(t *testing.T, msg, cluster, pattern string) string {
 // line of its timeline says who made the change: the test created the Job,
 // the manager's Kueue its Workload, MultiKueue (the connector's
 // ServiceAccount) the remote copies, the worker's Kueue the admission, the
-// local agent the run.
+// local agent (or the Job controller, on Nodes) the run.
 func TestFailureTimelineNamesWhoMadeEachChange(t *testing.T) {
 	ctx := context.Background()
 	job := workload.NewJob("attributed", "default").Queue("user-queue").Requests("1", "1Gi").RunFor(time.Hour).Obj()
@@ -67,7 +67,9 @@ func TestFailureTimelineNamesWhoMadeEachChange(t *testing.T) {
 	timelineLine(t, msg, winner, `Workload default/`+q(wl.Name)+` Created `+q(observe.LabelOrigin)+`.*`+sa)
 	timelineLine(t, msg, winner, `Job default/attributed Created .*`+q(observe.LabelPrebuiltWorkload+"="+wl.Name)+`.*`+sa)
 	timelineLine(t, msg, winner, `Workload default/`+q(wl.Name)+` Admitted.*`+q("[by "+winner+"'s Kueue (kueue)]"))
-	timelineLine(t, msg, winner, `Job default/attributed Started.*`+q("[by the local agent (mktk-agent)]"))
+	// The executor starts it, or, on KWOK Nodes (MKTK_NODES), the Job
+	// controller.
+	timelineLine(t, msg, winner, `Job default/attributed Started.*(`+q("[by the local agent (mktk-agent)]")+`|`+q("[by kube-controller-manager (system:kube-controller-manager)]")+`)`)
 	// Every line of the job's life on the manager and the winner is
 	// attributed.
 	for _, cluster := range []string{mgr, winner} {

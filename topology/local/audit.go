@@ -50,6 +50,7 @@ const (
 	roleKubeRay           observe.Role = "the KubeRay operator"
 	roleScheduler         observe.Role = "kube-scheduler"
 	roleKWOK              observe.Role = "the KWOK controller (the kubelet's part)"
+	roleAutoscaler        observe.Role = "the simulated autoscaler"
 )
 
 // roleOf maps the local identities to their roles.
@@ -71,6 +72,8 @@ func roleOf(user string) observe.Role {
 		return roleScheduler
 	case kwokUser:
 		return roleKWOK
+	case autoscalerUser:
+		return roleAutoscaler
 	}
 	return ""
 }

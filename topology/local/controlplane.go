@@ -43,6 +43,8 @@ type controlPlane struct {
 	// schedulerID and kwokID are kube-scheduler's and the KWOK
 	// controller's (workers with Options.Nodes).
 	schedulerID, kwokID keyPair
+	// autoscalerID is the simulated autoscaler's (Nodes.Autoscaler).
+	autoscalerID keyPair
 	// audit is the API server's audit log; nil when audit is off.
 	audit *auditLog
 	// shared is the topology's one etcd when the clusters share it
@@ -85,7 +87,7 @@ func newControlPlane(cluster, dir string, bins assets.Binaries, extraArgs []stri
 	if cp.kueue, err = cp.ca.client(kueueUser, "system:masters"); err != nil {
 		return nil, err
 	}
-	for id, user := range map[*keyPair]string{&cp.agent: agentUser, &cp.kcmID: kcmUser, &cp.jobset: jobsetUser, &cp.kuberay: kuberayUser, &cp.schedulerID: schedulerUser, &cp.kwokID: kwokUser} {
+	for id, user := range map[*keyPair]string{&cp.agent: agentUser, &cp.kcmID: kcmUser, &cp.jobset: jobsetUser, &cp.kuberay: kuberayUser, &cp.schedulerID: schedulerUser, &cp.kwokID: kwokUser, &cp.autoscalerID: autoscalerUser} {
 		if *id, err = cp.ca.client(user, "system:masters"); err != nil {
 			return nil, err
 		}

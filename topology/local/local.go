@@ -85,6 +85,10 @@ type Options struct {
 	// the scheduler and run by KWOK. Implies RealPods without its pod
 	// runner. Nil: $MKTK_NODES decides (NodesFromEnv), else no Nodes.
 	Nodes *Nodes
+	// WorkerNodes gives single workers, by name, Nodes of their own (an
+	// autoscaled pool at zero, say), in place of Nodes; the workers it does
+	// not name get Nodes, or none.
+	WorkerNodes map[string]Nodes
 	// DisableAudit turns off the API servers' audit logs; failure timelines
 	// then do not say who made each change. Audit costs little (see the
 	// docs/performance.md).
@@ -230,7 +234,7 @@ func New(ctx context.Context, opts topology.Options, lopts Options) (*topology.T
 	if err != nil {
 		return nil, fmt.Errorf("local: %w", err)
 	}
-	if lopts.Nodes == nil {
+	if lopts.Nodes == nil && lopts.WorkerNodes == nil {
 		if lopts.Nodes, err = NodesFromEnv(os.Getenv); err != nil {
 			return nil, fmt.Errorf("local: %w", err)
 		}
@@ -330,10 +334,8 @@ func (p *Provider) Provision(ctx context.Context, spec topology.Spec) (*topology
 		}
 		roots.kubeRay = kb.kubeRay.SourceDir
 	}
-	if p.opts.Nodes != nil {
-		if p.nodes, err = prepareNodes(ctx, p.opts.Assets.internal(), *p.opts.Nodes, spec); err != nil {
-			return nil, nil, err
-		}
+	if p.nodes, err = prepareNodes(ctx, p.opts.Assets.internal(), p.opts, spec); err != nil {
+		return nil, nil, err
 	}
 	cpNeeded := p.opts.ClusterProfileCRD || needs.ClusterProfileCRD
 	mgrCRDs, err := loadCRDs(ctx, crdSources(spec.Kueue.Integrations, cpNeeded, p.opts.ServeKueueV1beta1, false, roots))
@@ -355,7 +357,7 @@ func (p *Provider) Provision(ctx context.Context, spec topology.Spec) (*topology
 		}
 	}
 	if !p.opts.DisableAudit {
-		if p.auditPolicy, err = auditPolicy(spec, p.opts.Nodes != nil); err != nil {
+		if p.auditPolicy, err = auditPolicy(spec, p.opts.Nodes != nil || len(p.opts.WorkerNodes) > 0); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -473,7 +475,11 @@ func (p *Provider) startCluster(ctx context.Context, name string, role topology.
 	// controller then know their resources from the start; they rediscover
 	// every 30 s), every component at once: none needs another to start, and
 	// each start is mostly waiting for a process to answer.
-	nodes := worker && p.nodes != nil
+	var np *pool // the worker's Nodes
+	if worker && p.nodes != nil {
+		np = p.nodes.pools[name]
+	}
+	nodes := np != nil
 	realPods := worker && (p.opts.RealPods || nodes)
 	steps := []func() error{
 		func() error { return cp.startControllerManager(ctx, kcmControllers(realPods)) },
@@ -491,7 +497,7 @@ func (p *Provider) startCluster(ctx context.Context, name string, role topology.
 		})
 	}
 	if nodes {
-		steps = append(steps, func() error { return lc.startNodes(ctx, c, p.nodes, p.opts.StartTimeout) })
+		steps = append(steps, func() error { return lc.startNodes(ctx, c, np, p.nodes, p.opts.StartTimeout) })
 	}
 	if err := together(steps...); err != nil {
 		return nil, nil, err

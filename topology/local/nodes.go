@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 	"time"
 
@@ -39,15 +40,26 @@ type Nodes struct {
 	Labels map[string]string
 	// Taints of each Node.
 	Taints []corev1.Taint
+	// Autoscaler, when set, makes the worker's Nodes a pool that starts
+	// with Autoscaler.Min (0 allowed) and grows while pods are
+	// unschedulable; Count is then unused, and each Node holds the worker's
+	// quota unless CPU and Memory say otherwise.
+	Autoscaler *Autoscaler
 }
 
 // kwokNodeAnnotation marks the Nodes the KWOK controller manages
 // (--manage-nodes-with-annotation-selector), as KWOK's own examples do.
 const kwokNodeAnnotation = "kwok.x-k8s.io/node"
 
-// nodeObjects are the Nodes n puts on a worker whose quota is quota.
-func (n Nodes) nodeObjects(worker string, quota corev1.ResourceList) ([]*corev1.Node, error) {
+// template is the Node n makes for a worker whose quota is quota, named
+// as its number 0; pool gives the rest.
+func (n Nodes) template(worker string, quota corev1.ResourceList) (*corev1.Node, error) {
 	count := n.Count
+	if n.Autoscaler != nil {
+		// One Node holds what the quota admits: a pool grows by whole
+		// Nodes, and a job that fits the quota must fit one.
+		count = 1
+	}
 	if count == 0 {
 		count = 1
 	}
@@ -81,20 +93,25 @@ func (n Nodes) nodeObjects(worker string, quota corev1.ResourceList) ([]*corev1.
 		}
 		alloc[x.name] = *resource.NewMilliQuantity(q.MilliValue()/int64(count), q.Format)
 	}
-	out := make([]*corev1.Node, count)
-	for i := range out {
-		name := fmt.Sprintf("%s-node-%d", worker, i)
-		labels := map[string]string{
-			corev1.LabelHostname: name, corev1.LabelOSStable: "linux", corev1.LabelArchStable: "amd64", "type": "kwok",
-		}
-		maps.Copy(labels, n.Labels)
-		out[i] = &corev1.Node{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels, Annotations: map[string]string{kwokNodeAnnotation: "fake"}},
-			Spec:       corev1.NodeSpec{Taints: n.Taints},
-			Status:     corev1.NodeStatus{Allocatable: alloc, Capacity: alloc},
-		}
+	labels := map[string]string{corev1.LabelOSStable: "linux", corev1.LabelArchStable: "amd64", "type": "kwok"}
+	maps.Copy(labels, n.Labels)
+	labels[poolLabel] = worker
+	return poolNode(&corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: map[string]string{kwokNodeAnnotation: "fake"}},
+		Spec:       corev1.NodeSpec{Taints: n.Taints},
+		Status:     corev1.NodeStatus{Allocatable: alloc, Capacity: alloc},
+	}, 0), nil
+}
+
+// initial is how many Nodes a worker starts with.
+func (n Nodes) initial() int {
+	switch {
+	case n.Autoscaler != nil:
+		return n.Autoscaler.Min
+	case n.Count == 0:
+		return 1
 	}
-	return out, nil
+	return n.Count
 }
 
 // createNodes creates the worker's Nodes and waits until the KWOK controller made each
@@ -125,12 +142,29 @@ func createNodes(ctx context.Context, c *topology.Cluster, nodes []*corev1.Node,
 	})
 }
 
-// nodeSetup is what Options.Nodes needs on every worker: the binaries and
-// each worker's Nodes.
+// nodeSetup is what Options.Nodes and WorkerNodes need: the binaries and
+// each worker's pool.
 type nodeSetup struct {
 	scheduler string
 	kwok      assets.Operator
-	nodes     map[string][]*corev1.Node
+	pools     map[string]*pool
+}
+
+// pool is one worker's Nodes: the Node template, how many it starts with
+// and its autoscaler, if any.
+type pool struct {
+	template *corev1.Node
+	initial  int
+	scaler   *Autoscaler
+}
+
+// nodes are the pool's first Nodes.
+func (p *pool) nodes() []*corev1.Node {
+	out := make([]*corev1.Node, p.initial)
+	for i := range out {
+		out[i] = poolNode(p.template, i)
+	}
+	return out
 }
 
 // KWOKVersion is the KWOK controller the local topology runs with
@@ -139,14 +173,37 @@ const KWOKVersion = "v0.8.0"
 
 // prepareNodes finds or builds kube-scheduler (of the topology's Kubernetes
 // version) and the KWOK controller, and makes each worker's Nodes.
-func prepareNodes(ctx context.Context, ao assets.Options, n Nodes, spec topology.Spec) (*nodeSetup, error) {
-	ns := &nodeSetup{nodes: map[string][]*corev1.Node{}}
+func prepareNodes(ctx context.Context, ao assets.Options, o Options, spec topology.Spec) (*nodeSetup, error) {
+	for name := range o.WorkerNodes {
+		if !slices.Contains(spec.WorkerNames, name) {
+			return nil, fmt.Errorf("local: Options.WorkerNodes[%q]: no worker has that name", name)
+		}
+	}
+	ns := &nodeSetup{pools: map[string]*pool{}}
 	for _, w := range spec.WorkerNames {
-		nodes, err := n.nodeObjects(w, spec.Quotas[w])
+		n, ok := o.WorkerNodes[w]
+		if !ok && o.Nodes == nil {
+			continue
+		}
+		if !ok {
+			n = *o.Nodes
+		}
+		tmpl, err := n.template(w, spec.Quotas[w])
 		if err != nil {
 			return nil, err
 		}
-		ns.nodes[w] = nodes
+		p := &pool{template: tmpl, initial: n.initial()}
+		if n.Autoscaler != nil {
+			a, err := n.Autoscaler.withDefaults()
+			if err != nil {
+				return nil, err
+			}
+			p.scaler, p.initial = &a, a.Min
+		}
+		ns.pools[w] = p
+	}
+	if len(ns.pools) == 0 {
+		return nil, nil
 	}
 	var err error
 	if ns.scheduler, err = assets.EnsureScheduler(ctx, ao); err != nil {
@@ -158,9 +215,10 @@ func prepareNodes(ctx context.Context, ao assets.Options, n Nodes, spec topology
 	return ns, nil
 }
 
-// startNodes starts a worker's kube-scheduler and KWOK controller, then
-// creates its Nodes and waits until KWOK made them Ready.
-func (lc *localCluster) startNodes(ctx context.Context, c *topology.Cluster, ns *nodeSetup, timeout time.Duration) error {
+// startNodes starts a worker's kube-scheduler and KWOK controller, creates
+// its first Nodes and waits until KWOK made them Ready, then starts its
+// autoscaler, if any.
+func (lc *localCluster) startNodes(ctx context.Context, c *topology.Cluster, p *pool, ns *nodeSetup, timeout time.Duration) error {
 	sched, err := lc.cp.startScheduler(ctx, ns.scheduler)
 	lc.track(sched)
 	if err != nil {
@@ -171,7 +229,13 @@ func (lc *localCluster) startNodes(ctx context.Context, c *topology.Cluster, ns 
 	if err != nil {
 		return err
 	}
-	return createNodes(ctx, c, ns.nodes[lc.name], timeout)
+	if err := createNodes(ctx, c, p.nodes(), timeout); err != nil {
+		return err
+	}
+	if p.scaler == nil {
+		return nil
+	}
+	return lc.startAutoscaler(p)
 }
 
 // NodesEnv is the environment variable NodesFromEnv reads.

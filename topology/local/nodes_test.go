@@ -210,3 +210,105 @@ func watchPods(ctx context.Context, t *testing.T, cfg *rest.Config, ns string) f
 		return maps.Clone(last)
 	}
 }
+
+// TestAutoscaledNodesFromZero plays a node pool at zero (a CAPZ MachinePool
+// with min 0): the worker starts with no Node, two Jobs of 1 CPU are
+// dispatched there and their pods wait unschedulable; the autoscaler adds
+// the two 1-CPU Nodes they need after its delay, the pods run, the Jobs
+// finish on the manager, and the idle Nodes go again.
+func TestAutoscaledNodesFromZero(t *testing.T) {
+	ctx := context.Background()
+	delay := 2 * time.Second
+	topo, err := local.New(ctx, topology.Options{Workers: 1}, local.Options{WorkerNodes: map[string]local.Nodes{
+		"worker-1": {CPU: "1", Memory: "2Gi", Autoscaler: &local.Autoscaler{Max: 3, Delay: delay, IdleAfter: 3 * time.Second}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo.CloseWith(t)
+	env, err := scenario.Observe(ctx, topo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Close()
+	mgr, w, lq := topo.Manager, topo.Workers[0], topo.Spec.Queues.LocalQueue
+	countNodes := func() int {
+		var nodes corev1.NodeList
+		if err := w.Client.List(ctx, &nodes); err != nil {
+			t.Fatal(err)
+		}
+		return len(nodes.Items)
+	}
+	if n := countNodes(); n != 0 {
+		t.Fatalf("cluster %q: %d Nodes at the start, want 0", w.Name, n)
+	}
+	seen := watchPods(ctx, t, w.Config, "default")
+	jobs := []client.Object{
+		workload.NewJob("scale-a", "default").Queue(lq).Requests("1", "64Mi").RunFor(time.Second).Obj(),
+		workload.NewJob("scale-b", "default").Queue(lq).Requests("1", "64Mi").RunFor(time.Second).Obj(),
+	}
+	start := time.Now()
+	for _, o := range jobs {
+		if err := mgr.Client.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a := assert.For(t, env.Check)
+	for _, o := range jobs {
+		a.ExactlyOnceAdmitted(ctx, o)
+		a.Finished(ctx, o)
+		a.StatusSynced(ctx, o)
+	}
+	t.Logf("2 Jobs finished on the manager %s after creation, on Nodes the autoscaler added", time.Since(start).Round(time.Millisecond))
+	for name, p := range seen() {
+		var unschedulable, scheduled time.Time
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionTrue {
+				scheduled = c.LastTransitionTime.Time
+			}
+		}
+		// The condition was Unschedulable before; the pod's creation bounds it.
+		unschedulable = p.CreationTimestamp.Time
+		if scheduled.IsZero() || !strings.HasPrefix(p.Spec.NodeName, "worker-1-node-") {
+			t.Errorf("pod %s: scheduled %v on %q", name, scheduled, p.Spec.NodeName)
+			continue
+		}
+		// Times to the second (the API's); the wait covers the delay.
+		if wait := scheduled.Sub(unschedulable); wait < delay-time.Second {
+			t.Errorf("pod %s bound %s after its creation, before the autoscaler's %s delay could have passed", name, wait, delay)
+		} else {
+			t.Logf("pod %s waited %s for a Node (%s)", name, wait, p.Spec.NodeName)
+		}
+	}
+	writes, err := topo.Provider().(*local.Provider).AuditSource(w.Name).Writes(ctx, start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	created := 0
+	for _, wr := range writes {
+		if wr.Resource.Resource == "nodes" && wr.Subresource == "" && wr.Verb == "create" {
+			created++
+			if wr.User != "mktk-autoscaler" {
+				t.Errorf("Node %s created by %s, want mktk-autoscaler", wr.Name, wr.User)
+			}
+		}
+	}
+	if created != 2 {
+		t.Errorf("cluster %q: %d Nodes created, want the 2 the two 1-CPU pods need", w.Name, created)
+	}
+	for _, o := range jobs {
+		if err := mgr.Client.Delete(ctx, o, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err = poll.Until(ctx, time.Minute, fmt.Sprintf("cluster %q: the autoscaler to remove the idle Nodes", w.Name), func(context.Context) error {
+		if n := countNodes(); n != 0 {
+			return fmt.Errorf("%d Nodes", n)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.NoOrphans(ctx)
+}
