@@ -1,0 +1,239 @@
+package scenario
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/multikueue-testkit/testkit/observe"
+)
+
+// ScaleFromZeroOptions shape ScaleFromZero.
+type ScaleFromZeroOptions struct {
+	// Jobs is how many batch/Jobs to submit at once; default 2.
+	Jobs int
+	// Namespace; default the topology's first queue namespace.
+	Namespace string
+	// NamePrefix for the jobs; default "scalefromzero".
+	NamePrefix string
+	// CPU and Memory requested by each pod; default "1" and "64Mi".
+	CPU, Memory string
+	// RunFor is each job's run time; default 1s.
+	RunFor time.Duration
+	// StartTimeout bounds the wait for a remote Job to start, Nodes'
+	// provisioning included; default DefaultStartTimeout.
+	StartTimeout time.Duration
+}
+
+// ScaleFromZeroResult is what ScaleFromZero saw on the workers.
+type ScaleFromZeroResult struct {
+	DispatchResult
+	// NodesBefore is each worker's Node count when the scenario began;
+	// NodesPeak the most it had during the run.
+	NodesBefore, NodesPeak map[string]int
+	// FromZero lists the jobs ("Job default/scalefromzero-0") that ran on a
+	// worker that had no Node when the scenario began.
+	FromZero []string
+	// NodeWait is, per job of FromZero, how long its first pod on the worker
+	// waited from its creation to its binding to a Node (the watch's
+	// receive times).
+	NodeWait map[string]time.Duration
+}
+
+// ScaleFromZero is the scale-from-zero scenario (a CAPZ MachinePool with
+// min 0 on AKS; on the local topology a worker whose Nodes have an
+// autoscaler at zero, local.Nodes.Autoscaler): it submits Jobs batch/Jobs
+// to the manager, watching every worker's pods and Nodes; each is judged
+// as Dispatch judges it (exactly once, nominations, losers, Finished with
+// its status synced, quota, no orphans), and each that ran on a worker
+// with no Node at the start must have run in pods that waited for a Node
+// the worker gained meanwhile. It fails when no worker starts with no Node
+// (there is nothing to scale from), when no job ran on such a worker, and
+// when one ran there without pods (the worker runs jobs without Nodes).
+func ScaleFromZero(ctx context.Context, env *Env, o ScaleFromZeroOptions) (ScaleFromZeroResult, error) {
+	res := ScaleFromZeroResult{NodesBefore: map[string]int{}, NodesPeak: map[string]int{}, NodeWait: map[string]time.Duration{}}
+	r, err := begin(env, "ScaleFromZero")
+	if err != nil {
+		return res, err
+	}
+	if o.Jobs == 0 {
+		o.Jobs = 2
+	}
+	if o.Memory == "" {
+		o.Memory = "64Mi"
+	}
+	d := DispatchOptions{Jobs: o.Jobs, Namespace: o.Namespace, NamePrefix: o.NamePrefix, CPU: o.CPU, Memory: o.Memory, RunFor: o.RunFor, StartTimeout: o.StartTimeout}
+	if err := d.defaults(r.name); err != nil {
+		return res, err
+	}
+	ns := r.namespace(o.Namespace)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	watchers := map[string]*podNodeWatch{}
+	var zero []string
+	for _, w := range env.Topo.Workers {
+		pw, err := watchPodsAndNodes(ctx, w.Name, w.Config, ns)
+		if err != nil {
+			return res, r.errorf("%w", err)
+		}
+		watchers[w.Name] = pw
+		res.NodesBefore[w.Name] = pw.nodesAtStart
+		if pw.nodesAtStart == 0 {
+			zero = append(zero, w.Name)
+		}
+	}
+	if len(zero) == 0 {
+		return res, r.errorf("every worker has Nodes (%v): none to scale from zero; give one an autoscaled pool at zero (local.Nodes.Autoscaler)", res.NodesBefore)
+	}
+	tmpls := make([]JobTemplate, o.Jobs)
+	for i := range tmpls {
+		tmpls[i] = JobTemplate{Kind: observe.KindJob, Name: fmt.Sprintf("%s-%d", d.NamePrefix, i), Namespace: ns, CPU: d.CPU, Memory: d.Memory, RunFor: d.RunFor}
+	}
+	objs, err := r.build(tmpls)
+	if err != nil {
+		return res, err
+	}
+	res.DispatchResult, err = r.dispatch(ctx, objs, d)
+	errs := []error{err}
+	for name, pw := range watchers {
+		res.NodesPeak[name] = pw.peak()
+	}
+	for _, ob := range objs {
+		job := ref(ob)
+		worker, ok := res.Placement[job]
+		if !ok || res.NodesBefore[worker] != 0 {
+			continue
+		}
+		res.FromZero = append(res.FromZero, job)
+		created, bound, seen := watchers[worker].firstPod(ob.GetName())
+		switch {
+		case !seen:
+			errs = append(errs, r.errorf("cluster %q: %s ran there without a pod: the worker runs jobs without Nodes, so nothing scaled", worker, job))
+		case bound.IsZero():
+			errs = append(errs, r.errorf("cluster %q: the first pod of %s was never bound to a Node", worker, job))
+		default:
+			res.NodeWait[job] = bound.Sub(created)
+		}
+	}
+	sort.Strings(res.FromZero)
+	if len(res.FromZero) == 0 {
+		errs = append(errs, r.errorf("no job ran on a worker with no Node at the start (%v); placements %v", zero, res.Placement))
+	}
+	for _, w := range zero {
+		if res.PerWorker()[w] > 0 && res.NodesPeak[w] == 0 {
+			errs = append(errs, r.errorf("cluster %q: ran %d jobs and never had a Node", w, res.PerWorker()[w]))
+		}
+	}
+	return res, errors.Join(errs...)
+}
+
+// ScaleFromZero runs ScaleFromZero and reports its error.
+func (r *Runner) ScaleFromZero(ctx context.Context, o ScaleFromZeroOptions) (ScaleFromZeroResult, bool) {
+	r.h.Helper()
+	res, err := ScaleFromZero(ctx, r.env, o)
+	return res, r.report(err)
+}
+
+// podNodeWatch records, on one worker, when each Job's pods were first
+// seen and first seen bound, and the Node count.
+type podNodeWatch struct {
+	nodesAtStart int
+
+	mu      sync.Mutex
+	nodes   map[string]bool
+	maxSeen int
+	// By Job name: the first pod's first sight and its binding, and its
+	// name.
+	created, bound map[string]time.Time
+	first          map[string]string
+}
+
+// watchPodsAndNodes lists the worker's Nodes, then watches them and the
+// pods of ns until ctx ends.
+func watchPodsAndNodes(ctx context.Context, cluster string, cfg *rest.Config, ns string) (*podNodeWatch, error) {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("cluster %q: client: %w", cluster, err)
+	}
+	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("cluster %q: list Nodes: %w", cluster, err)
+	}
+	w := &podNodeWatch{nodesAtStart: len(nodes.Items), maxSeen: len(nodes.Items), nodes: map[string]bool{},
+		created: map[string]time.Time{}, bound: map[string]time.Time{}, first: map[string]string{}}
+	for _, n := range nodes.Items {
+		w.nodes[n.Name] = true
+	}
+	nw, err := cs.CoreV1().Nodes().Watch(ctx, metav1.ListOptions{ResourceVersion: nodes.ResourceVersion})
+	if err != nil {
+		return nil, fmt.Errorf("cluster %q: watch Nodes: %w", cluster, err)
+	}
+	pw, err := cs.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		nw.Stop()
+		return nil, fmt.Errorf("cluster %q: watch pods in %s: %w", cluster, ns, err)
+	}
+	go func() {
+		for ev := range nw.ResultChan() {
+			n, ok := ev.Object.(*corev1.Node)
+			if !ok {
+				continue
+			}
+			w.mu.Lock()
+			if ev.Type == watch.Deleted {
+				delete(w.nodes, n.Name)
+			} else {
+				w.nodes[n.Name] = true
+			}
+			w.maxSeen = max(w.maxSeen, len(w.nodes))
+			w.mu.Unlock()
+		}
+	}()
+	go func() {
+		for ev := range pw.ResultChan() {
+			p, ok := ev.Object.(*corev1.Pod)
+			job := ""
+			if ok {
+				job = p.Labels[batchv1.JobNameLabel]
+			}
+			if job == "" {
+				continue
+			}
+			now := time.Now()
+			w.mu.Lock()
+			if _, seen := w.created[job]; !seen {
+				w.created[job], w.first[job] = now, p.Name
+			}
+			if p.Name == w.first[job] && p.Spec.NodeName != "" && w.bound[job].IsZero() {
+				w.bound[job] = now
+			}
+			w.mu.Unlock()
+		}
+	}()
+	return w, nil
+}
+
+func (w *podNodeWatch) peak() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.maxSeen
+}
+
+// firstPod is the first pod of Job job: when it was first seen and first
+// seen bound to a Node; seen is false when there was none.
+func (w *podNodeWatch) firstPod(job string) (created, bound time.Time, seen bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	created, seen = w.created[job]
+	return created, w.bound[job], seen
+}
