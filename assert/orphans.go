@@ -5,8 +5,12 @@ import (
 	"fmt"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
@@ -40,16 +44,18 @@ func (c *Checker) NoOrphansGrace() time.Duration {
 // Reads come from the Observer's caches: the check costs no API requests,
 // whatever the number of workloads. It checks Workloads and the job kinds the
 // Observer watches (batch/Job; JobSet and RayJob when their integration is
-// on).
+// on). Once none is left, it checks the pods, with one list per worker
+// from its API server: a pod whose Job was MultiKueue's copy (by the
+// Observer's history) and is gone is an orphan too.
 func (c *Checker) NoOrphans(ctx context.Context) error {
 	var orphans []string
 	grace := c.NoOrphansGrace()
 	err := poll.Until(ctx, grace, "remote copies without a live manager counterpart to be removed", func(ctx context.Context) error {
-		var err error
-		orphans, err = c.orphans(ctx)
+		found, err := c.orphans(ctx)
 		if err != nil {
-			return err
+			return err // keeps the last list read (the pods' read fails at the deadline)
 		}
+		orphans = found
 		if len(orphans) > 0 {
 			return fmt.Errorf("%d orphans", len(orphans))
 		}
@@ -100,7 +106,74 @@ func (c *Checker) orphans(ctx context.Context) ([]string, error) {
 			}
 		}
 	}
+	if len(out) > 0 {
+		return out, nil // the pods follow their Jobs; judge them once those are gone
+	}
+	for _, w := range c.Topo.Workers {
+		found, err := c.podOrphans(ctx, w.Name, w.Client)
+		if err != nil {
+			return nil, fmt.Errorf("cluster %q: %w", w.Name, err)
+		}
+		for _, p := range found {
+			out = append(out, fmt.Sprintf("cluster %q: Pod %s/%s (age %s, %s): %s", w.Name, p.obj.GetNamespace(), p.obj.GetName(), age(now, p.obj), p.obj.(*corev1.Pod).Status.Phase, p.why))
+		}
+	}
 	return out, nil
+}
+
+// podOrphans lists the pods on a worker (read from its API server: the
+// Observer does not cache pods) whose controlling Job was a copy
+// MultiKueue made there, by the Observer's history (its UID, with the
+// origin label), and is gone: pods MultiKueue's cleanup left behind
+// (kubernetes-sigs/kueue#5452). Pods being deleted are left to finish; a
+// worker's own pods, and pods of a live Job, are not MultiKueue's business.
+func (c *Checker) podOrphans(ctx context.Context, worker string, cl client.Reader) ([]orphan, error) {
+	var pods corev1.PodList
+	if err := cl.List(ctx, &pods); err != nil {
+		return nil, fmt.Errorf("list pods: %w", err)
+	}
+	var out []orphan
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if !p.DeletionTimestamp.IsZero() {
+			continue
+		}
+		// The Job controller's labels name the pod's Job; they stay when
+		// the Job goes with orphan propagation, its owner reference not.
+		name, uid := p.Labels[batchv1.JobNameLabel], types.UID(p.Labels[batchv1.ControllerUidLabel])
+		if owner := metav1.GetControllerOf(p); owner != nil && owner.Kind == "Job" {
+			name, uid = owner.Name, owner.UID
+		}
+		if name == "" || uid == "" || !c.wasCopy(worker, p.Namespace, name, uid) {
+			continue
+		}
+		job := &batchv1.Job{}
+		err := cl.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: name}, job)
+		switch {
+		case err == nil && job.UID == uid:
+			continue // its Job is there: NoOrphans judged the Job
+		case err != nil && !apierrors.IsNotFound(err):
+			return nil, fmt.Errorf("read Job %s/%s: %w", p.Namespace, name, err)
+		}
+		why := fmt.Sprintf("its Job %s/%s (uid %s) was MultiKueue's copy and is gone", p.Namespace, name, uid)
+		if err == nil {
+			why += fmt.Sprintf("; the Job of that name there now is another (uid %s)", job.UID)
+		}
+		out = append(out, orphan{p, why})
+	}
+	return out, nil
+}
+
+// wasCopy reports whether the Observer recorded Job namespace/name with
+// uid on worker as MultiKueue's copy (its origin label).
+func (c *Checker) wasCopy(worker, namespace, name string, uid types.UID) bool {
+	evs, _ := c.Obs.History(observe.KindJob, namespace, name)
+	for _, e := range evs {
+		if e.Cluster == worker && e.UID == uid && observe.FromMultiKueue(e.Labels) {
+			return true
+		}
+	}
+	return false
 }
 
 func age(now time.Time, o client.Object) time.Duration {

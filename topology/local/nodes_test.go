@@ -2,6 +2,7 @@ package local_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"strings"
@@ -9,10 +10,12 @@ import (
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/multikueue-testkit/testkit/assert"
@@ -311,4 +314,108 @@ func TestAutoscaledNodesFromZero(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.NoOrphans(ctx)
+}
+
+// TestNoOrphansSeesPodsLeftBehind plays kubernetes-sigs/kueue#5452 on KWOK
+// Nodes: the remote Job of a running MultiKueue Job is deleted on its
+// worker with orphan propagation, so its pod stays; NoOrphans names that
+// pod and its gone Job. The look-alike beside it, a worker's own Job whose
+// pod runs on the same Node, is not an orphan, and once the left pod is
+// deleted NoOrphans passes.
+func TestNoOrphansSeesPodsLeftBehind(t *testing.T) {
+	ctx := context.Background()
+	// MultiKueue's garbage collector every 5 s: NoOrphans waits twice that
+	// and its settle time for cleanup, 25 s.
+	gc := 5 * time.Second
+	topo, err := local.New(ctx, topology.Options{Workers: 1, Kueue: topology.KueueOptions{GCInterval: &gc}}, local.Options{Nodes: &local.Nodes{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo.CloseWith(t)
+	env, err := scenario.Observe(ctx, topo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Close()
+	mgr, w, lq := topo.Manager, topo.Workers[0], topo.Spec.Queues.LocalQueue
+	running := func(job string) corev1.Pod {
+		t.Helper()
+		var pod corev1.Pod
+		err := poll.Until(ctx, 2*time.Minute, fmt.Sprintf("cluster %q: a pod of Job %s to run", w.Name, job), func(ctx context.Context) error {
+			var pods corev1.PodList
+			if err := w.Client.List(ctx, &pods, client.InNamespace("default"), client.MatchingLabels{"job-name": job}); err != nil {
+				return err
+			}
+			for _, p := range pods.Items {
+				if p.Status.Phase == corev1.PodRunning {
+					pod = p
+					return nil
+				}
+			}
+			return fmt.Errorf("%d pods, none Running", len(pods.Items))
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pod
+	}
+	own := workload.NewJob("workers-own", "default").Requests("100m", "64Mi").RunFor(time.Hour).Obj()
+	own.Spec.Suspend = ptr.To(false)
+	if err := w.Client.Create(ctx, own); err != nil {
+		t.Fatal(err)
+	}
+	running(own.Name)
+	job := workload.NewJob("left-pods", "default").Queue(lq).Requests("100m", "64Mi").RunFor(time.Hour).Obj()
+	if err := mgr.Client.Create(ctx, job); err != nil {
+		t.Fatal(err)
+	}
+	left := running(job.Name)
+	remote := &batchv1.Job{}
+	if err := w.Client.Get(ctx, client.ObjectKeyFromObject(job), remote); err != nil {
+		t.Fatal(err)
+	}
+	// What kueue#5452 did: the remote Job goes, its pods stay.
+	if err := w.Client.Delete(ctx, remote, client.PropagationPolicy(metav1.DeletePropagationOrphan)); err != nil {
+		t.Fatal(err)
+	}
+	err = poll.Until(ctx, time.Minute, fmt.Sprintf("cluster %q: the remote Job %s (uid %s) to be gone, its pod orphaned", w.Name, job.Name, remote.UID), func(ctx context.Context) error {
+		cur := &batchv1.Job{}
+		if err := w.Client.Get(ctx, client.ObjectKeyFromObject(job), cur); err == nil && cur.UID == remote.UID {
+			return errors.New("still there")
+		}
+		p := &corev1.Pod{}
+		if err := w.Client.Get(ctx, client.ObjectKeyFromObject(&left), p); err != nil {
+			return poll.Stop(fmt.Errorf("the pod %s went with its Job: %w", left.Name, err))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := *env.Check
+	err = c.NoOrphans(ctx)
+	if err == nil {
+		t.Fatal("NoOrphans passed with the pod of a deleted remote Job left on the worker")
+	}
+	t.Logf("the failure reads:\n%v", err)
+	for _, want := range []string{"NoOrphans failed", `cluster "` + w.Name + `": Pod default/` + left.Name, "Running", "its Job default/left-pods (uid " + string(remote.UID) + ") was MultiKueue's copy and is gone"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the failure does not say %q", want)
+		}
+	}
+	if strings.Contains(err.Error(), "workers-own") {
+		t.Errorf("NoOrphans took the worker's own Job's pod for an orphan:\n%v", err)
+	}
+	if err := w.Client.Delete(ctx, &left); err != nil {
+		t.Fatal(err)
+	}
+	if err := mgr.Client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.NoOrphans(ctx); err != nil {
+		t.Errorf("NoOrphans after the left pod was deleted, the worker's own pod running: %v", err)
+	}
+	if err := w.Client.Delete(ctx, own, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
+		t.Fatal(err)
+	}
 }
