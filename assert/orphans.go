@@ -109,14 +109,22 @@ func (c *Checker) orphans(ctx context.Context) ([]string, error) {
 	if len(out) > 0 {
 		return out, nil // the pods follow their Jobs; judge them once those are gone
 	}
+	var unread []string
 	for _, w := range c.Topo.Workers {
 		found, err := c.podOrphans(ctx, w.Name, w.Client)
+		if apierrors.IsForbidden(err) {
+			unread = append(unread, fmt.Sprintf("cluster %q: its pods could not be read (%v), so pods left behind were not looked for there", w.Name, err))
+			continue
+		}
 		if err != nil {
 			return nil, fmt.Errorf("cluster %q: %w", w.Name, err)
 		}
 		for _, p := range found {
 			out = append(out, fmt.Sprintf("cluster %q: Pod %s/%s (age %s, %s): %s", w.Name, p.obj.GetNamespace(), p.obj.GetName(), age(now, p.obj), p.obj.(*corev1.Pod).Status.Phase, p.why))
 		}
+	}
+	if len(out) > 0 {
+		out = append(out, unread...) // said where it matters: beside what was found
 	}
 	return out, nil
 }
@@ -130,6 +138,9 @@ func (c *Checker) orphans(ctx context.Context) ([]string, error) {
 func (c *Checker) podOrphans(ctx context.Context, worker string, cl client.Reader) ([]orphan, error) {
 	var pods corev1.PodList
 	if err := cl.List(ctx, &pods); err != nil {
+		if apierrors.IsForbidden(err) {
+			return nil, err
+		}
 		return nil, fmt.Errorf("list pods: %w", err)
 	}
 	var out []orphan
