@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
@@ -98,7 +99,25 @@ func (t *Topology) setupQueues(ctx context.Context, c *Cluster, checks []kueue.A
 		return err
 	}
 	rf := &kueue.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: s.Queues.ResourceFlavor}}
-	if err := apply(ctx, c, rf, func() {}); err != nil {
+	mutateRF := func() {}
+	if s.TAS != nil {
+		tas := s.TAS.WithDefaults()
+		topo := &kueue.Topology{ObjectMeta: metav1.ObjectMeta{Name: tas.Topology}}
+		if err := apply(ctx, c, topo, func() {
+			if len(topo.Spec.Levels) == 0 { // immutable once set
+				for _, l := range tas.Levels {
+					topo.Spec.Levels = append(topo.Spec.Levels, kueue.TopologyLevel{NodeLabel: l})
+				}
+			}
+		}); err != nil {
+			return err
+		}
+		mutateRF = func() {
+			rf.Spec.NodeLabels = tas.NodeLabels
+			rf.Spec.TopologyName = ptr.To(kueue.TopologyReference(tas.Topology))
+		}
+	}
+	if err := apply(ctx, c, rf, mutateRF); err != nil {
 		return err
 	}
 	quota := s.Quotas[c.Name]

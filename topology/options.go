@@ -37,6 +37,9 @@ type Options struct {
 	Kueue KueueOptions
 	// Queues names the queue objects mirrored on every cluster.
 	Queues QueueOptions
+	// TAS, when set, makes every cluster's ResourceFlavor topology-aware
+	// (Kueue's Topology-Aware Scheduling with MultiKueue).
+	TAS *TAS
 
 	// Connector attaches workers to the manager. Providers default it to the
 	// kubeconfig Secret connector.
@@ -112,6 +115,38 @@ type Spec struct {
 	// GCInterval and WorkerLostTimeout are the effective values.
 	GCInterval        time.Duration
 	WorkerLostTimeout time.Duration
+}
+
+// TAS is Topology-Aware Scheduling on every cluster, as Kueue's own
+// MultiKueue TAS tests set it up: a Topology of Levels on every cluster and
+// the ResourceFlavor naming it and selecting Nodes by NodeLabels. The
+// manager needs no Nodes (its topology request is delayed until a worker
+// admitted the Workload); the workers' Nodes must carry NodeLabels and a
+// label of every level (the local topology's Nodes get NodeLabels, and
+// have kubernetes.io/hostname).
+type TAS struct {
+	// Topology names the Topology; default "default".
+	Topology string
+	// Levels are node label keys, the broadest first; default
+	// [kubernetes.io/hostname].
+	Levels []string
+	// NodeLabels select the flavor's Nodes; default
+	// {testkit.multikueue.x-k8s.io/tas: "true"}.
+	NodeLabels map[string]string
+}
+
+// WithDefaults returns t with its defaults filled in.
+func (t TAS) WithDefaults() TAS {
+	if t.Topology == "" {
+		t.Topology = "default"
+	}
+	if len(t.Levels) == 0 {
+		t.Levels = []string{corev1.LabelHostname}
+	}
+	if len(t.NodeLabels) == 0 {
+		t.NodeLabels = map[string]string{"testkit.multikueue.x-k8s.io/tas": "true"}
+	}
+	return t
 }
 
 // Default values.

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	"sigs.k8s.io/kueue/pkg/controller/constants"
 
 	"github.com/multikueue-testkit/testkit/topology"
@@ -113,6 +114,18 @@ func (b *JobBuilder) annotate(k, v string) {
 // Image sets the container image for real clusters (default DefaultImage);
 // it must have sh and sleep. The local topology runs no pods and ignores it.
 func (b *JobBuilder) Image(image string) *JobBuilder { b.run.image = image; return b }
+
+// RequiredTopology asks Kueue's Topology-Aware Scheduling to place all the
+// Job's pods within one domain of the level (a node label key, e.g.
+// kubernetes.io/hostname): the pod template's
+// kueue.x-k8s.io/podset-required-topology annotation.
+func (b *JobBuilder) RequiredTopology(level string) *JobBuilder {
+	if b.job.Spec.Template.Annotations == nil {
+		b.job.Spec.Template.Annotations = map[string]string{}
+	}
+	b.job.Spec.Template.Annotations[kueue.PodSetRequiredTopologyAnnotation] = level
+	return b
+}
 
 // Label sets a label.
 func (b *JobBuilder) Label(k, v string) *JobBuilder { b.job.Labels[k] = v; return b }

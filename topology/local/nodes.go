@@ -188,6 +188,12 @@ func prepareNodes(ctx context.Context, ao assets.Options, o Options, spec topolo
 		if !ok {
 			n = *o.Nodes
 		}
+		if spec.TAS != nil {
+			// The TAS flavor's Nodes: its node labels on every Node.
+			labels := maps.Clone(spec.TAS.WithDefaults().NodeLabels)
+			maps.Copy(labels, n.Labels)
+			n.Labels = labels
+		}
 		tmpl, err := n.template(w, spec.Quotas[w])
 		if err != nil {
 			return nil, err

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/multikueue-testkit/testkit/assert"
 	"github.com/multikueue-testkit/testkit/internal/poll"
@@ -418,4 +419,82 @@ func TestNoOrphansSeesPodsLeftBehind(t *testing.T) {
 	if err := w.Client.Delete(ctx, own, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestTASOnNodes runs Kueue's Topology-Aware Scheduling with MultiKueue as
+// Kueue's own MultiKueue TAS tests set it up (a one-level Topology on
+// kubernetes.io/hostname and a TAS flavor on every cluster, Nodes on the
+// workers only): a Job of 2 pods that requires one host is dispatched, the
+// worker's Workload gets a topology assignment at the hostname level, the
+// manager's delayed topology request becomes Ready, and both pods run on
+// the one assigned Node.
+func TestTASOnNodes(t *testing.T) {
+	ctx := context.Background()
+	topo, err := local.New(ctx, topology.Options{Workers: 2, TAS: &topology.TAS{}}, local.Options{Nodes: &local.Nodes{Count: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo.CloseWith(t)
+	env, err := scenario.Observe(ctx, topo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Close()
+	mgr, lq := topo.Manager, topo.Spec.Queues.LocalQueue
+	seen := map[string]func() map[string]corev1.Pod{}
+	for _, w := range topo.Workers {
+		seen[w.Name] = watchPods(ctx, t, w.Config, "default")
+	}
+	job := workload.NewJob("tas", "default").Queue(lq).Parallelism(2).Completions(2).Requests("500m", "200Mi").
+		RequiredTopology(corev1.LabelHostname).RunFor(2 * time.Second).Obj()
+	if err := mgr.Client.Create(ctx, job); err != nil {
+		t.Fatal(err)
+	}
+	a := assert.For(t, env.Check)
+	a.ExactlyOnceAdmitted(ctx, job)
+	a.Finished(ctx, job)
+	a.StatusSynced(ctx, job)
+
+	var mwl kueue.Workload
+	wlName := ""
+	var wls kueue.WorkloadList
+	if err := mgr.Client.List(ctx, &wls, client.InNamespace("default")); err != nil {
+		t.Fatal(err)
+	}
+	for _, wl := range wls.Items {
+		if metav1.IsControlledBy(&wl, job) {
+			mwl, wlName = wl, wl.Name
+		}
+	}
+	if wlName == "" || mwl.Status.Admission == nil || mwl.Status.ClusterName == nil {
+		t.Fatalf("cluster %q: no admitted, placed Workload of Job tas: %+v", mgr.Name, mwl.Status)
+	}
+	psa := mwl.Status.Admission.PodSetAssignments[0]
+	if psa.DelayedTopologyRequest == nil || *psa.DelayedTopologyRequest != kueue.DelayedTopologyRequestStateReady || psa.TopologyAssignment != nil {
+		t.Errorf("cluster %q: the manager's assignment: delayed topology request %v, topology assignment %+v; want Ready and none", mgr.Name, psa.DelayedTopologyRequest, psa.TopologyAssignment)
+	}
+	winner := *mwl.Status.ClusterName
+	var w *topology.Cluster
+	for _, c := range topo.Workers {
+		if c.Name == winner {
+			w = c
+		}
+	}
+	// The worker's copy is gone once the manager's Workload finished: read
+	// the assignment from the pods Kueue's topology ungater pinned.
+	hosts := map[string]bool{}
+	for name, p := range seen[winner]() {
+		host := p.Spec.NodeSelector[corev1.LabelHostname]
+		if host == "" || p.Spec.NodeName != host {
+			t.Errorf("cluster %q: pod %s: nodeSelector %v, bound to %q; want the assigned host and bound there", winner, name, p.Spec.NodeSelector, p.Spec.NodeName)
+		}
+		for _, g := range p.Spec.SchedulingGates {
+			t.Errorf("cluster %q: pod %s still has the scheduling gate %s", winner, name, g.Name)
+		}
+		hosts[host] = true
+	}
+	if len(hosts) != 1 {
+		t.Errorf("cluster %q: the Job's pods ran on hosts %v; the required topology wants one", winner, hosts)
+	}
+	t.Logf("Job tas: placed on %s, its 2 pods on host %v (manager: delayed topology request %s)", w.Name, hosts, *psa.DelayedTopologyRequest)
 }
