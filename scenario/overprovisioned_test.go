@@ -15,16 +15,7 @@ import (
 // worker admits them, 2 run and 2 stay Pending there, Unschedulable.
 func TestWorkerOverProvisioned(t *testing.T) {
 	ctx := context.Background()
-	topo, err := local.New(ctx, topology.Options{Workers: 1}, local.Options{Nodes: &local.Nodes{CPU: "2", Memory: "8Gi"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	topo.CloseWith(t)
-	env, err := scenario.Observe(ctx, topo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer env.Close()
+	_, env := startObserved(ctx, t, topology.Options{Workers: 1}, local.Options{Nodes: &local.Nodes{CPU: "2", Memory: "8Gi"}})
 	res, ok := scenario.For(t, env).WorkerOverProvisioned(ctx, scenario.WorkerOverProvisionedOptions{})
 	if !ok {
 		return

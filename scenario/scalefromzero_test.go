@@ -17,18 +17,9 @@ import (
 // Node, runs and finishes; the waits are in the result.
 func TestScaleFromZero(t *testing.T) {
 	ctx := context.Background()
-	topo, err := local.New(ctx, topology.Options{Workers: 2}, local.Options{Nodes: &local.Nodes{
+	_, env := startObserved(ctx, t, topology.Options{Workers: 2}, local.Options{Nodes: &local.Nodes{
 		CPU: "1", Memory: "2Gi", Autoscaler: &local.Autoscaler{Max: 3, Delay: 2 * time.Second, IdleAfter: 5 * time.Second},
 	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	topo.CloseWith(t)
-	env, err := scenario.Observe(ctx, topo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer env.Close()
 	res, ok := scenario.For(t, env).ScaleFromZero(ctx, scenario.ScaleFromZeroOptions{Jobs: 3})
 	if !ok {
 		return

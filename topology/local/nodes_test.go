@@ -37,18 +37,9 @@ import (
 // Pending, unschedulable. Deleted, no pod or Job is left anywhere.
 func TestNodes(t *testing.T) {
 	ctx := context.Background()
-	topo, err := local.New(ctx, topology.Options{Workers: 1, Kueue: topology.KueueOptions{
+	topo, env := startObserved(ctx, t, topology.Options{Workers: 1, Kueue: topology.KueueOptions{
 		Integrations: []string{topology.IntegrationBatchJob, topology.IntegrationJobSet},
 	}}, local.Options{Nodes: &local.Nodes{Count: 2}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	topo.CloseWith(t)
-	env, err := scenario.Observe(ctx, topo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer env.Close()
 	mgr, w, lq := topo.Manager, topo.Workers[0], topo.Spec.Queues.LocalQueue
 
 	var nodes corev1.NodeList
@@ -84,18 +75,7 @@ func TestNodes(t *testing.T) {
 		}
 	}
 	a := assert.For(t, env.Check)
-	for _, o := range objs {
-		st := finalState(ctx, t, mgr, o)
-		outcome := "Succeeded"
-		if st.Failed {
-			outcome = "Failed"
-		}
-		if got := outcome + " " + st.Summary; got != want[o.GetName()] {
-			t.Errorf("cluster %q: %T %s ended %q, want %q", mgr.Name, o, o.GetName(), got, want[o.GetName()])
-		}
-		a.StatusSynced(ctx, o)
-		a.Finished(ctx, o)
-	}
+	endAsWanted(ctx, t, mgr, a, objs, want)
 	t.Logf("2 Jobs and a JobSet (1 s runs, 4 pods on KWOK Nodes) finished on the manager %s after creation", time.Since(start).Round(time.Millisecond))
 
 	// Each pod as last seen, before MultiKueue's cleanup deleted it with
@@ -223,18 +203,9 @@ func watchPods(ctx context.Context, t *testing.T, cfg *rest.Config, ns string) f
 func TestAutoscaledNodesFromZero(t *testing.T) {
 	ctx := context.Background()
 	delay := 2 * time.Second
-	topo, err := local.New(ctx, topology.Options{Workers: 1}, local.Options{WorkerNodes: map[string]local.Nodes{
+	topo, env := startObserved(ctx, t, topology.Options{Workers: 1}, local.Options{WorkerNodes: map[string]local.Nodes{
 		"worker-1": {CPU: "1", Memory: "2Gi", Autoscaler: &local.Autoscaler{Max: 3, Delay: delay, IdleAfter: 3 * time.Second}},
 	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	topo.CloseWith(t)
-	env, err := scenario.Observe(ctx, topo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer env.Close()
 	mgr, w, lq := topo.Manager, topo.Workers[0], topo.Spec.Queues.LocalQueue
 	countNodes := func() int {
 		var nodes corev1.NodeList
@@ -328,16 +299,7 @@ func TestNoOrphansSeesPodsLeftBehind(t *testing.T) {
 	// MultiKueue's garbage collector every 5 s: NoOrphans waits twice that
 	// and its settle time for cleanup, 25 s.
 	gc := 5 * time.Second
-	topo, err := local.New(ctx, topology.Options{Workers: 1, Kueue: topology.KueueOptions{GCInterval: &gc}}, local.Options{Nodes: &local.Nodes{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	topo.CloseWith(t)
-	env, err := scenario.Observe(ctx, topo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer env.Close()
+	topo, env := startObserved(ctx, t, topology.Options{Workers: 1, Kueue: topology.KueueOptions{GCInterval: &gc}}, local.Options{Nodes: &local.Nodes{}})
 	mgr, w, lq := topo.Manager, topo.Workers[0], topo.Spec.Queues.LocalQueue
 	running := func(job string) corev1.Pod {
 		t.Helper()
@@ -379,7 +341,7 @@ func TestNoOrphansSeesPodsLeftBehind(t *testing.T) {
 	if err := w.Client.Delete(ctx, remote, client.PropagationPolicy(metav1.DeletePropagationOrphan)); err != nil {
 		t.Fatal(err)
 	}
-	err = poll.Until(ctx, time.Minute, fmt.Sprintf("cluster %q: the remote Job %s (uid %s) to be gone, its pod orphaned", w.Name, job.Name, remote.UID), func(ctx context.Context) error {
+	err := poll.Until(ctx, time.Minute, fmt.Sprintf("cluster %q: the remote Job %s (uid %s) to be gone, its pod orphaned", w.Name, job.Name, remote.UID), func(ctx context.Context) error {
 		cur := &batchv1.Job{}
 		if err := w.Client.Get(ctx, client.ObjectKeyFromObject(job), cur); err == nil && cur.UID == remote.UID {
 			return errors.New("still there")
@@ -430,16 +392,7 @@ func TestNoOrphansSeesPodsLeftBehind(t *testing.T) {
 // the one assigned Node.
 func TestTASOnNodes(t *testing.T) {
 	ctx := context.Background()
-	topo, err := local.New(ctx, topology.Options{Workers: 2, TAS: &topology.TAS{}}, local.Options{Nodes: &local.Nodes{Count: 2}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	topo.CloseWith(t)
-	env, err := scenario.Observe(ctx, topo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer env.Close()
+	topo, env := startObserved(ctx, t, topology.Options{Workers: 2, TAS: &topology.TAS{}}, local.Options{Nodes: &local.Nodes{Count: 2}})
 	mgr, lq := topo.Manager, topo.Spec.Queues.LocalQueue
 	seen := map[string]func() map[string]corev1.Pod{}
 	for _, w := range topo.Workers {
@@ -497,4 +450,21 @@ func TestTASOnNodes(t *testing.T) {
 		t.Errorf("cluster %q: the Job's pods ran on hosts %v; the required topology wants one", winner, hosts)
 	}
 	t.Logf("Job tas: placed on %s, its 2 pods on host %v (manager: delayed topology request %s)", w.Name, hosts, *psa.DelayedTopologyRequest)
+}
+
+// startObserved starts a local topology of its own for t, closed when t
+// ends, with an Env observing it (closed first).
+func startObserved(ctx context.Context, t *testing.T, o topology.Options, lo local.Options) (*topology.Topology, *scenario.Env) {
+	t.Helper()
+	topo, err := local.New(ctx, o, lo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo.CloseWith(t)
+	env, err := scenario.Observe(ctx, topo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(env.Close)
+	return topo, env
 }

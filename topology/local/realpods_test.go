@@ -55,18 +55,7 @@ func TestRealPods(t *testing.T) {
 		}
 	}
 	a := assert.For(t, env.Check)
-	for _, o := range objs {
-		st := finalState(ctx, t, mgr, o)
-		outcome := "Succeeded"
-		if st.Failed {
-			outcome = "Failed"
-		}
-		if got := outcome + " " + st.Summary; got != want[o.GetName()] {
-			t.Errorf("cluster %q: %T %s ended %q, want %q", mgr.Name, o, o.GetName(), got, want[o.GetName()])
-		}
-		a.StatusSynced(ctx, o)
-		a.Finished(ctx, o)
-	}
+	endAsWanted(ctx, t, mgr, a, objs, want)
 	t.Logf("2 Jobs and a JobSet (1 s runs, 4 pods) finished on the manager %s after creation", time.Since(start).Round(time.Millisecond))
 
 	// The pods were the Job controller's (its tracking finalizer removed),
