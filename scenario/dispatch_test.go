@@ -39,8 +39,12 @@ func TestDispatchJobsOnThreeWorkers(t *testing.T) {
 			t.Errorf("temporary directory %s left after teardown (stat: %v)", dir, err)
 		}
 	}()
-	if n := len(local.ProcessesUnder(dir)); n != 16 {
-		t.Errorf("want 16 etcd/kube-apiserver/kube-controller-manager/kueue processes for 4 clusters, found %d", n)
+	want, what := 16, "etcd/kube-apiserver/kube-controller-manager/kueue"
+	if nodes, err := local.NodesFromEnv(os.Getenv); err == nil && nodes != nil {
+		want, what = want+2*3, what+" (and kube-scheduler/kwok on each worker with Nodes)"
+	}
+	if n := len(local.ProcessesUnder(dir)); n != want {
+		t.Errorf("want %d %s processes for 4 clusters, found %d", want, what, n)
 	}
 
 	env, err := scenario.Observe(ctx, topo)
