@@ -96,8 +96,12 @@ func TestTeardownRunsWhenATestPanics(t *testing.T) {
 
 func TestNothingOutlivesAKilledTestBinary(t *testing.T) {
 	cmd, dir := startHelper(t, "hang")
-	if n := len(local.ProcessesUnder(dir)); n != 8 {
-		t.Errorf("want etcd + kube-apiserver + kube-controller-manager + kueue for 2 clusters (8 processes), found %d", n)
+	want, what := 8, "etcd + kube-apiserver + kube-controller-manager + kueue for 2 clusters"
+	if nodes, err := local.NodesFromEnv(os.Getenv); err == nil && nodes != nil {
+		want, what = want+2, what+", kube-scheduler + kwok on the worker with Nodes"
+	}
+	if n := len(local.ProcessesUnder(dir)); n != want {
+		t.Errorf("want %s (%d processes), found %d", what, want, n)
 	}
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
