@@ -7,6 +7,12 @@
 //	topo, err := local.New(ctx, topology.Options{Workers: 3}, local.Options{})
 //	if err != nil { ... }
 //	defer topo.Close(ctx)
+//
+// With Options.Nodes every worker also runs kube-scheduler and a KWOK
+// controller over fake Nodes, so Jobs run in pods as on a cluster; a
+// worker's Nodes can start at zero and grow (Nodes.Autoscaler):
+//
+//	local.Options{Nodes: &local.Nodes{Count: 2}}
 package local
 
 import (
