@@ -62,7 +62,13 @@ func (c *Checker) StatusSynced(ctx context.Context, job client.Object) error {
 		// A manager Workload that was never Admitted (its placement never
 		// recorded) leaves the manager's job suspended, so it cannot show a
 		// start; its final status is still judged.
-		if hasEvent(jobs, remote, observe.JobStarted) && !hasEvent(jobs, mgr, observe.JobStarted) && !inferred {
+		// MultiKueue copies a remote change after its events batch period
+		// (1 s in cmd/kueue), and the manager's job reconciler unsuspends
+		// the job on its own schedule: a remote run shorter than
+		// startWindow can reach the manager as its end alone, a suspended
+		// manager job finishing (seen on Kueue v0.19.2 with a 1 s JobSet).
+		// A longer run must show its start.
+		if hasEvent(jobs, remote, observe.JobStarted) && !hasEvent(jobs, mgr, observe.JobStarted) && !inferred && ranFor(jobs, remote, rf) >= startWindow {
 			why := ""
 			if !hasEvent(jobs, mgr, observe.JobUnsuspended) {
 				why = " (it was never unsuspended on the manager)"
@@ -123,6 +129,21 @@ func (c *Checker) SyncLag(ctx context.Context, job client.Object) (lag time.Dura
 		return 0, false
 	}
 	return mf.at.Sub(rf.at), true
+}
+
+// startWindow is the shortest remote run whose start the manager's job
+// must show (see StatusSynced).
+const startWindow = 5 * time.Second
+
+// ranFor is how long the job ran on cluster: from its first start to its
+// final state f (0 when either is missing).
+func ranFor(jobs []observe.Event, cluster string, f final) time.Duration {
+	for _, e := range jobs {
+		if e.Cluster == cluster && e.Type == observe.JobStarted && !f.at.IsZero() {
+			return f.at.Sub(e.Time)
+		}
+	}
+	return 0
 }
 
 type final struct {

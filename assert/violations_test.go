@@ -949,3 +949,60 @@ func TestFailedJobEndsFailedEverywhere(t *testing.T) {
 		t.Errorf("manager Job status %+v, want Failed with failed=1", got.Status)
 	}
 }
+
+// TestStatusSyncedCatchesAManagerJobThatNeverStarts holds a JobSet suspended
+// on the manager (a ValidatingAdmissionPolicy denies its unsuspend) while
+// its remote copy runs for 6 s: MultiKueue still copies the final status,
+// but the manager's JobSet never showed a start, which StatusSynced names.
+// (A run shorter than its start window may reach the manager as its end
+// alone; TestStatusSyncedCatchesKueueDroppingTheFinalStatus holds a 500 ms
+// Job the same way and passes on v0.18.2 and later.)
+func TestStatusSyncedCatchesAManagerJobThatNeverStarts(t *testing.T) {
+	ctx := context.Background()
+	mgr := env.Topo.Manager
+	const holdLabel = "testkit.multikueue.x-k8s.io/hold-jobset-unsuspend"
+	defer denyUpdates(t, ctx, mgr, "testkit-hold-jobset-unsuspend",
+		admissionregistrationv1.Rule{APIGroups: []string{"jobset.x-k8s.io"}, APIVersions: []string{"*"}, Resources: []string{"jobsets"}},
+		fmt.Sprintf("has(object.metadata.labels) && %q in object.metadata.labels", holdLabel),
+		"!(oldObject.spec.suspend == true && object.spec.suspend == false)", "the test holds this JobSet suspended")()
+	probe := workload.NewJobSet("hold-js-probe", "default").Label(holdLabel, "true").Obj()
+	if err := mgr.Client.Create(ctx, probe); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = mgr.Client.Delete(ctx, probe, client.PropagationPolicy(metav1.DeletePropagationBackground)) }()
+	err := poll.Until(ctx, 30*time.Second, fmt.Sprintf("cluster %q: the policy to deny unsuspending JobSet default/hold-js-probe", mgr.Name), func(ctx context.Context) error {
+		p := probe.DeepCopy()
+		if err := mgr.Client.Get(ctx, client.ObjectKeyFromObject(probe), p); err != nil {
+			return err
+		}
+		p.Spec.Suspend = ptr.To(false)
+		err := mgr.Client.Update(ctx, p, client.DryRunAll)
+		if err != nil && strings.Contains(err.Error(), "holds this JobSet suspended") {
+			return nil
+		}
+		return fmt.Errorf("not enforced yet (update: %v)", err)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	js := workload.NewJobSet("nostart", "default").Queue("user-queue").Requests("1", "1Gi").RunFor(6 * time.Second).Label(holdLabel, "true").Obj()
+	if err := mgr.Client.Create(ctx, js); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = mgr.Client.Delete(ctx, js, client.PropagationPolicy(metav1.DeletePropagationBackground)) }()
+	_, winner := placedOn(t, ctx, js)
+	err = poll.Until(ctx, time.Minute, "the remote JobSet to succeed", func(context.Context) error {
+		evs, _ := env.Obs.History(observe.KindJobSet, js.Namespace, js.Name)
+		for _, e := range evs {
+			if e.Cluster == winner && e.Type == observe.JobSucceeded {
+				return nil
+			}
+		}
+		return errors.New("not yet")
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustFail(t, checker(20*time.Second).StatusSynced(ctx, js),
+		"StatusSynced failed", "JobSet default/nostart", `cluster "manager"`, "never showed a start though the remote JobSet on \""+winner+"\" started", "never unsuspended on the manager")
+}
