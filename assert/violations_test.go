@@ -969,7 +969,9 @@ func TestStatusSyncedCatchesAManagerJobThatNeverStarts(t *testing.T) {
 	if err := mgr.Client.Create(ctx, probe); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = mgr.Client.Delete(ctx, probe, client.PropagationPolicy(metav1.DeletePropagationBackground)) }()
+	defer func() {
+		_ = mgr.Client.Delete(ctx, probe, client.PropagationPolicy(metav1.DeletePropagationBackground))
+	}()
 	err := poll.Until(ctx, 30*time.Second, fmt.Sprintf("cluster %q: the policy to deny unsuspending JobSet default/hold-js-probe", mgr.Name), func(ctx context.Context) error {
 		p := probe.DeepCopy()
 		if err := mgr.Client.Get(ctx, client.ObjectKeyFromObject(probe), p); err != nil {
@@ -985,7 +987,7 @@ func TestStatusSyncedCatchesAManagerJobThatNeverStarts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	js := workload.NewJobSet("nostart", "default").Queue("user-queue").Requests("1", "1Gi").RunFor(6 * time.Second).Label(holdLabel, "true").Obj()
+	js := workload.NewJobSet("nostart", "default").Queue("user-queue").Requests("1", "1Gi").RunFor(6*time.Second).Label(holdLabel, "true").Obj()
 	if err := mgr.Client.Create(ctx, js); err != nil {
 		t.Fatal(err)
 	}
