@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -43,15 +44,31 @@ type controllerBinary struct {
 	// noWebhooks: the controller serves no webhooks (webhookPort unused).
 	noWebhooks bool
 
+	// configure writes the files and args that name the ports; start calls
+	// it again after new ports were taken (a start that lost a port race).
+	configure func() error
+	// portsChanged, when set, is told after new ports were taken and
+	// configured (the HA replicas' routes follow them).
+	portsChanged func()
+
+	ports *portPool
+	extra []*int
+
 	proc *process
 }
 
 // allocate takes the ports the controller listens on from the cluster's
-// pool; extra are more ports of its own.
+// pool; extra are more ports of its own. start takes them all again when
+// another process bound one of them first.
 func (b *controllerBinary) allocate(cp *controlPlane, extra ...*int) error {
-	for _, port := range append([]*int{&b.webhookPort, &b.healthPort, &b.metricsPort}, extra...) {
+	b.ports, b.extra = cp.ports, extra
+	return b.takePorts()
+}
+
+func (b *controllerBinary) takePorts() error {
+	for _, port := range append([]*int{&b.webhookPort, &b.healthPort, &b.metricsPort}, b.extra...) {
 		var err error
-		if *port, err = cp.ports.free(); err != nil {
+		if *port, err = b.ports.free(); err != nil {
 			return err
 		}
 	}
@@ -90,8 +107,36 @@ func (b *controllerBinary) writeCert(cp *controlPlane, serving keyPair, dirs ...
 
 // start runs the binary and waits until it says it is ready (/readyz on
 // its health port) and its webhook server presents a certificate of the
-// cluster's CA (not another server's that took the port).
+// cluster's CA (not another server's that took the port). A port is only
+// the kernel's free one when it was taken: another process (any outgoing
+// connection on the machine) may bind it before the binary does; then the
+// binary exits with "address already in use" and start takes new ports,
+// configures the binary again and retries (3 attempts).
 func (b *controllerBinary) start(ctx context.Context) error {
+	if b.configure != nil {
+		if err := b.configure(); err != nil {
+			return fmt.Errorf("cluster %q: configure %s: %w", b.cluster, b.name, err)
+		}
+	}
+	var err error
+	for attempt := 1; ; attempt++ {
+		err = b.startOnce(ctx)
+		if !errors.Is(err, errPortInUse) || b.ports == nil || b.configure == nil || attempt == 3 {
+			return err
+		}
+		if err := b.takePorts(); err != nil {
+			return fmt.Errorf("cluster %q: new ports for %s: %w", b.cluster, b.name, err)
+		}
+		if err := b.configure(); err != nil {
+			return fmt.Errorf("cluster %q: configure %s: %w", b.cluster, b.name, err)
+		}
+		if b.portsChanged != nil {
+			b.portsChanged()
+		}
+	}
+}
+
+func (b *controllerBinary) startOnce(ctx context.Context) error {
 	if b.proc != nil {
 		if done, _ := b.proc.exited(); !done {
 			return fmt.Errorf("cluster %q: %s is already running", b.cluster, b.name)

@@ -84,9 +84,19 @@ func (f *forwarder) untrack(cs ...net.Conn) {
 	}
 }
 
+// setTarget points new connections at another loopback port.
+func (f *forwarder) setTarget(port int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.target = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+}
+
 func (f *forwarder) handle(c net.Conn) {
 	defer f.wg.Done()
-	up, err := net.DialTimeout("tcp", f.target, 5*time.Second)
+	f.mu.Lock()
+	target := f.target
+	f.mu.Unlock()
+	up, err := net.DialTimeout("tcp", target, 5*time.Second)
 	if err != nil {
 		f.untrack(c)
 		c.Close()

@@ -127,6 +127,12 @@ func (h *haCluster) start(ctx context.Context, c *topology.Cluster, lc *localClu
 		}
 		h.proxy.route(podAddress(i, h.services.webhookTargetPort), r.bin.webhookPort)
 		h.proxy.route(podAddress(i, h.services.visibilityTargetPort), r.vis.port())
+		r.bin.portsChanged = func() {
+			// A start that lost a port race took new ports: the pod address
+			// and the visibility forwarder lead to them.
+			h.proxy.route(podAddress(i, h.services.webhookTargetPort), r.bin.webhookPort)
+			r.vis.setTarget(r.bin.visibilityPort)
+		}
 	}
 	// kueue-0 first, so that the leader at start is known.
 	if err := h.startReplica(ctx, h.replicas[0]); err != nil {

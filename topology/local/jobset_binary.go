@@ -50,16 +50,16 @@ func (lc *localCluster) startJobSetBinary(ctx context.Context, c *topology.Clust
 	if err := b.writeServingCert(lc.cp, "webhook-certs", "metrics-certs"); err != nil {
 		return fmt.Errorf("cluster %q: JobSet's certificates: %w", lc.name, err)
 	}
-	m := map[string]any{"apiVersion": "config.jobset.x-k8s.io/v1alpha1", "kind": "Configuration"}
-	setLoopbackServing(m, *b, filepath.Join(b.dir, "webhook-certs"))
-	section(m, "metrics")["certDir"] = filepath.Join(b.dir, "metrics-certs")
-	raw, err := yaml.Marshal(m)
-	if err != nil {
-		return err
-	}
 	cfg := filepath.Join(b.dir, "config.yaml")
-	if err := os.WriteFile(cfg, raw, 0o600); err != nil {
-		return err
+	b.configure = func() error {
+		m := map[string]any{"apiVersion": "config.jobset.x-k8s.io/v1alpha1", "kind": "Configuration"}
+		setLoopbackServing(m, *b, filepath.Join(b.dir, "webhook-certs"))
+		section(m, "metrics")["certDir"] = filepath.Join(b.dir, "metrics-certs")
+		raw, err := yaml.Marshal(m)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(cfg, raw, 0o600)
 	}
 	kubeconfig := filepath.Join(b.dir, "jobset.kubeconfig")
 	if err := lc.cp.writeClientKubeconfig(kubeconfig, jobsetUser, lc.cp.jobset); err != nil {

@@ -60,12 +60,15 @@ func (lc *localCluster) startKubeRay(ctx context.Context, op assets.Operator, o 
 	if err := lc.cp.writeClientKubeconfig(kubeconfig, kuberayUser, lc.cp.kuberay); err != nil {
 		return err
 	}
-	b.args = []string{
-		"--kubeconfig=" + kubeconfig,
-		fmt.Sprintf("--metrics-addr=127.0.0.1:%d", b.metricsPort),
-		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", b.healthPort),
-		"--enable-leader-election=false",
-		"--log-stdout-encoder=console",
+	b.configure = func() error {
+		b.args = []string{
+			"--kubeconfig=" + kubeconfig,
+			fmt.Sprintf("--metrics-addr=127.0.0.1:%d", b.metricsPort),
+			fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", b.healthPort),
+			"--enable-leader-election=false",
+			"--log-stdout-encoder=console",
+		}
+		return nil
 	}
 	// Plain HTTP only: the API server (https, on loopback) is never proxied.
 	b.env = []string{"HTTP_PROXY=" + head.url(), "http_proxy=" + head.url(), "NO_PROXY=127.0.0.1,localhost", "no_proxy=127.0.0.1,localhost"}

@@ -261,12 +261,15 @@ func (lc *localCluster) newKueueBinary(kb *binaryKueue, o Options, f kueueProces
 	if err := lc.cp.writeKubeconfigVia(kubeconfig, server, kueueUser, lc.cp.kueue, ""); err != nil {
 		return nil, err
 	}
-	raw, err := kueueBinaryConfig(kb.chartYAML, kb.gates, k, filepath.Join(k.dir, webhookCerts), f.leaderElection)
-	if err != nil {
-		return nil, err
-	}
 	k.configPath = filepath.Join(k.dir, "config.yaml")
-	if err := os.WriteFile(k.configPath, raw, 0o600); err != nil {
+	k.configure = func() error {
+		raw, err := kueueBinaryConfig(kb.chartYAML, kb.gates, k, filepath.Join(k.dir, webhookCerts), f.leaderElection)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(k.configPath, raw, 0o600)
+	}
+	if err := k.configure(); err != nil {
 		return nil, err
 	}
 	k.args = []string{"--config=" + k.configPath, "--kubeconfig=" + kubeconfig}
