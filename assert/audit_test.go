@@ -48,7 +48,7 @@ func timelineLine(t *testing.T, msg, cluster, pattern string) string {
 // line of its timeline says who made the change: the test created the Job,
 // the manager's Kueue its Workload, MultiKueue (the connector's
 // ServiceAccount) the remote copies, the worker's Kueue the admission, the
-// local agent (or the Job controller, on Nodes) the run.
+// Job controller, kube-scheduler and KWOK the run of its pod.
 func TestFailureTimelineNamesWhoMadeEachChange(t *testing.T) {
 	ctx := context.Background()
 	job := workload.NewJob("attributed", "default").Queue("user-queue").Requests("1", "1Gi").RunFor(time.Hour).Obj()
@@ -67,9 +67,13 @@ func TestFailureTimelineNamesWhoMadeEachChange(t *testing.T) {
 	timelineLine(t, msg, winner, `Workload default/`+q(wl.Name)+` Created `+q(observe.LabelOrigin)+`.*`+sa)
 	timelineLine(t, msg, winner, `Job default/attributed Created .*`+q(observe.LabelPrebuiltWorkload+"="+wl.Name)+`.*`+sa)
 	timelineLine(t, msg, winner, `Workload default/`+q(wl.Name)+` Admitted.*`+q("[by "+winner+"'s Kueue (kueue)]"))
-	// The executor starts it, or, on KWOK Nodes (MKTK_NODES), the Job
-	// controller.
-	timelineLine(t, msg, winner, `Job default/attributed Started.*(`+q("[by the local agent (mktk-agent)]")+`|`+q("[by kube-controller-manager (system:kube-controller-manager)]")+`)`)
+	// The Job controller starts it and creates its pod, kube-scheduler
+	// binds the pod to a KWOK Node, KWOK runs it: the pod's lines are in
+	// the timeline (the Observer records a job's pods).
+	timelineLine(t, msg, winner, `Job default/attributed Started.*`+q("[by kube-controller-manager (system:kube-controller-manager)]"))
+	timelineLine(t, msg, winner, `Pod default/attributed-\S+ Created.*`+q("[by kube-controller-manager (system:kube-controller-manager)]"))
+	timelineLine(t, msg, winner, `Pod default/attributed-\S+ Bound `+q(winner)+`-node-\d+.*`+q("[by kube-scheduler (system:kube-scheduler)]"))
+	timelineLine(t, msg, winner, `Pod default/attributed-\S+ Phase Running.*`+q("[by the KWOK controller (the kubelet's part) ("))
 	// Every line of the job's life on the manager and the winner is
 	// attributed.
 	for _, cluster := range []string{mgr, winner} {

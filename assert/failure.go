@@ -44,13 +44,45 @@ func (f *Failure) Error() string {
 	return redactText(sb.String())
 }
 
+// timeline renders events, with the pods of every job object among them
+// (where each was bound, how it ran: Observer.PodHistory) from the first
+// of the events on.
 func (c *Checker) timeline(events ...[]observe.Event) string {
 	var all []observe.Event
 	for _, e := range events {
 		all = append(all, e...)
 	}
+	all = append(all, c.podsOf(all)...)
 	sortEvents(all)
 	return observe.Timeline(c.attribute(all), c.Obs.Clusters())
+}
+
+// podsOf is the pod events of the job objects in events, none older than
+// the first of events.
+func (c *Checker) podsOf(events []observe.Event) []observe.Event {
+	type job struct {
+		kind            observe.Kind
+		namespace, name string
+	}
+	seen := map[job]bool{}
+	var first time.Time
+	for _, e := range events {
+		if first.IsZero() || e.Time.Before(first) {
+			first = e.Time
+		}
+		if observe.IsJobKind(e.Kind) {
+			seen[job{e.Kind, e.Namespace, e.Name}] = true
+		}
+	}
+	var out []observe.Event
+	for j := range seen {
+		for _, e := range c.Obs.PodHistory(j.kind, j.namespace, j.name) {
+			if !e.Time.Before(first) {
+				out = append(out, e)
+			}
+		}
+	}
+	return out
 }
 
 // attributeTimeout bounds what naming the actors of a timeline may take.

@@ -54,8 +54,8 @@ func liftGuard(t *testing.T, ctx context.Context, w *topology.Cluster) {
 }
 
 // ownJob creates on worker w its own Job namespace/name, as a user of that
-// cluster would: no queue, no MultiKueue label, running (the local executor
-// plays the Job controller). It is deleted when the test ends.
+// cluster would: no queue, no MultiKueue label, running (its pod on the
+// worker's KWOK Node). It is deleted when the test ends.
 func ownJob(t *testing.T, ctx context.Context, w *topology.Cluster, name string, finalizers ...string) *batchv1.Job {
 	t.Helper()
 	own := workload.NewJob(name, "default").RunFor(time.Hour).Obj()

@@ -231,8 +231,8 @@ func TestHealthyRunPassesEveryAssertion(t *testing.T) {
 	for _, w := range env.Topo.Workers {
 		a.ClusterActive(ctx, w.Name)
 	}
-	// The executor ran the remote Job for its full second (status.startTime
-	// has only second precision, so this is easy to get wrong).
+	// The remote Job ran its pod for its full second (status.startTime has
+	// only second precision, so this is easy to get wrong).
 	var started, succeeded time.Time
 	evs, _ := env.Obs.History(observe.KindJob, job.Namespace, job.Name)
 	for _, e := range evs {
@@ -926,8 +926,8 @@ func TestFailureMessagesAreRedacted(t *testing.T) {
 	}
 }
 
-// TestFailedJobEndsFailedEverywhere runs a Job whose executor outcome is
-// Failed: the manager Workload finishes, and the manager Job ends Failed with
+// TestFailedJobEndsFailedEverywhere runs a Job whose pod fails (exit
+// code 1): the manager Workload finishes, and the manager Job ends Failed with
 // the remote Job's counts.
 func TestFailedJobEndsFailedEverywhere(t *testing.T) {
 	ctx := context.Background()

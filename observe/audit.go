@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -36,8 +37,8 @@ const (
 	// RoleMultiKueue is the manager's MultiKueue acting on a worker with the
 	// credentials its MultiKueueCluster names.
 	RoleMultiKueue Role = "MultiKueue"
-	// RoleAgent is the local topology's stand-ins for a kubelet and a
-	// controller-manager: the Job executor and the owner garbage collector.
+	// RoleAgent is the local topology's own clients in a cluster (the Ray
+	// dashboard stand-in, the HA readiness probe).
 	RoleAgent Role = "agent"
 )
 
@@ -146,10 +147,11 @@ func (o *Observer) HasAudit() bool { return len(o.audit) > 0 }
 
 // AuditedResources returns the resources whose writes Attribute needs for a
 // topology with these Kueue integrations: Workloads, the job kinds the
-// Observer watches (JobKindsFor), MultiKueueClusters and ClusterQueues.
+// Observer watches (JobKindsFor), their pods, MultiKueueClusters and
+// ClusterQueues.
 // Providers audit these.
 func AuditedResources(integrations []string) ([]schema.GroupResource, error) {
-	kinds := append([]Kind{KindWorkload, KindMultiKueueCluster, KindClusterQueue}, JobKindsFor(integrations)...)
+	kinds := append([]Kind{KindWorkload, KindMultiKueueCluster, KindClusterQueue, KindPod}, JobKindsFor(integrations)...)
 	out := make([]schema.GroupResource, 0, len(kinds))
 	res, err := kindResources()
 	if err != nil {
@@ -170,6 +172,7 @@ func kindResources() (map[Kind]schema.GroupResource, error) {
 	}
 	objs := map[Kind]client.Object{
 		KindWorkload: &kueue.Workload{}, KindMultiKueueCluster: &kueue.MultiKueueCluster{}, KindClusterQueue: &kueue.ClusterQueue{},
+		KindPod: &corev1.Pod{},
 	}
 	for _, jk := range jobKindTable() {
 		objs[jk.kind] = jk.newObj()
@@ -200,7 +203,9 @@ func kindResources() (map[Kind]schema.GroupResource, error) {
 // Matching is by time, as audit events at the Metadata level carry no
 // resulting resourceVersion: two writes to one object by different actors
 // within the few milliseconds it takes a watch event to arrive can be
-// confused.
+// confused. An object created with generateName (a pod) is matched to the
+// last nameless create of its resource and namespace: two such creates by
+// different actors at once can be confused too.
 func (o *Observer) Attribute(ctx context.Context, events []Event, ids ...Identity) ([]Event, error) {
 	out := slices.Clone(events)
 	if len(o.audit) == 0 || len(events) == 0 {
@@ -250,6 +255,14 @@ func (o *Observer) Attribute(ctx context.Context, events []Event, ids ...Identit
 		}
 		k := writeKey{e.Cluster, res[e.Kind], e.Namespace, e.Name}
 		w, ok := causeOf(byObj[k], e, creates[groupKey{k, e.Time}])
+		if !ok && e.Type == Created {
+			// A create with generateName (a Job's pods) is logged before
+			// the name exists: its objectRef has none. The last such
+			// create of the resource in the namespace shortly before.
+			unnamed := writeKey{e.Cluster, res[e.Kind], e.Namespace, ""}
+			w, ok = causeOf(byObj[unnamed], e, true)
+			ok = ok && e.Time.Sub(w.Received) < generatedNameWindow
+		}
 		if !ok {
 			continue
 		}
@@ -270,6 +283,11 @@ func (o *Observer) Attribute(ctx context.Context, events []Event, ids ...Identit
 	}
 	return out, errors.Join(errs...)
 }
+
+// generatedNameWindow bounds how long before the Observer saw an object
+// with a generated name its create request may have been received to count
+// as its cause.
+const generatedNameWindow = 5 * time.Second
 
 // lastCompleted is the last of one object's writes completed before e.
 func lastCompleted(writes []AuditWrite, e Event) (AuditWrite, bool) {

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -44,8 +45,14 @@ type Observer struct {
 
 	mu      sync.Mutex
 	records map[objKey]*record
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
+	// pods are the names of the pods recorded for each job object (by
+	// its kind, namespace and name; see podOwner).
+	pods map[objKey]map[string]bool
+	// podsUnread says, per worker, why its pods are not recorded (its
+	// credentials may not list them); absent when they are.
+	podsUnread map[string]error
+	cancel     context.CancelFunc
+	wg         sync.WaitGroup
 }
 
 type objKey struct {
@@ -75,6 +82,7 @@ func Start(ctx context.Context, topo *topology.Topology, opts Options) (*Observe
 	}
 	o := &Observer{
 		readers: map[string]client.Reader{}, records: map[objKey]*record{}, max: opts.MaxEventsPerObject, wrap: opts.WrapTransport,
+		pods: map[objKey]map[string]bool{}, podsUnread: map[string]error{},
 		jobKinds: JobKindsFor(topo.Spec.Kueue.Integrations), audit: auditSources(topo),
 	}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -112,6 +120,7 @@ func (o *Observer) watchCluster(ctx context.Context, c *topology.Cluster) error 
 		Scheme:           c.Client.Scheme(),
 		Mapper:           c.Client.RESTMapper(),
 		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject:         map[client.Object]cache.ByObject{&corev1.Pod{}: {Transform: slimPod}},
 	})
 	if err != nil {
 		return fmt.Errorf("observe: cluster %q: %w", c.Name, err)
@@ -131,6 +140,16 @@ func (o *Observer) watchCluster(ctx context.Context, c *topology.Cluster) error 
 	}
 	if c.Role == topology.RoleManager {
 		kinds = append(kinds, watched{&kueue.MultiKueueCluster{}, KindMultiKueueCluster})
+	}
+	if c.Role == topology.RoleWorker {
+		// A worker's pods, where its credentials may list them (an
+		// existing cluster's may not: its pods are then not recorded,
+		// and PodsUnread says why).
+		if err := c.Client.List(ctx, &corev1.PodList{}, client.Limit(1)); err != nil {
+			o.podsUnread[c.Name] = err
+		} else {
+			kinds = append(kinds, watched{&corev1.Pod{}, KindPod})
+		}
 	}
 	for _, k := range kinds {
 		inf, err := ch.GetInformer(ctx, k.obj)
@@ -160,6 +179,11 @@ func (o *Observer) observe(cluster string, kind Kind, obj any, deleted bool) {
 	if !ok {
 		return
 	}
+	if p, isPod := co.(*corev1.Pod); isPod {
+		if _, _, owned := podOwner(p); !owned {
+			return // not a pod of a job object: not recorded
+		}
+	}
 	key := objKey{kind: kind, namespace: co.GetNamespace(), name: co.GetName()}
 	base := Event{Time: now, Cluster: cluster, Kind: kind, Namespace: key.namespace, Name: key.name, UID: co.GetUID()}
 	o.mu.Lock()
@@ -183,6 +207,17 @@ func (o *Observer) observe(cluster string, kind Kind, obj any, deleted bool) {
 	}
 	var cur *snapshot
 	switch v := obj.(type) {
+	case *corev1.Pod:
+		jk, jn, ok := podOwner(v)
+		if !ok {
+			return
+		}
+		owner := objKey{kind: jk, namespace: v.Namespace, name: jn}
+		if o.pods[owner] == nil {
+			o.pods[owner] = map[string]bool{}
+		}
+		o.pods[owner][v.Name] = true
+		cur = podSnapshot(v)
 	case *kueue.Workload:
 		cur = workloadSnapshot(v)
 	case *kueue.MultiKueueCluster:

@@ -241,6 +241,8 @@ func diff(base Event, prev, cur *snapshot) []Event {
 			add(QuotaSet, cur.jobStatus, nil)
 			out[len(out)-1].Usage = cur.usage
 		}
+	case KindPod:
+		podTransitions(prev, cur, add)
 	case KindMultiKueueCluster:
 		if cur.jobStatus != prev.jobStatus {
 			if cur.flags[ClusterActive] {
@@ -266,7 +268,7 @@ func diff(base Event, prev, cur *snapshot) []Event {
 			add(JobStatus, cur.jobStatus, nil)
 		}
 	}
-	if created || base.Kind == KindMultiKueueCluster {
+	if created || base.Kind == KindMultiKueueCluster || base.Kind == KindPod {
 		return out
 	}
 	// A spec change shows as a new generation; one that flips suspend is

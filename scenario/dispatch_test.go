@@ -39,10 +39,7 @@ func TestDispatchJobsOnThreeWorkers(t *testing.T) {
 			t.Errorf("temporary directory %s left after teardown (stat: %v)", dir, err)
 		}
 	}()
-	want, what := 16, "etcd/kube-apiserver/kube-controller-manager/kueue"
-	if nodes, err := local.NodesFromEnv(os.Getenv); err == nil && nodes != nil {
-		want, what = want+2*3, what+" (and kube-scheduler/kwok on each worker with Nodes)"
-	}
+	want, what := 16+2*3, "etcd/kube-apiserver/kube-controller-manager/kueue (and kube-scheduler/kwok on each worker)"
 	if n := len(local.ProcessesUnder(dir)); n != want {
 		t.Errorf("want %d %s processes for 4 clusters, found %d", want, what, n)
 	}

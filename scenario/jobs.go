@@ -27,8 +27,8 @@ type JobTemplate struct {
 	Queue string
 	// CPU and Memory requested by each pod.
 	CPU, Memory string
-	// RunFor is the run time on the worker (pods' sleep; the local
-	// executor's annotation).
+	// RunFor is the run time on the worker (pods' sleep; the run-duration
+	// annotation KWOK's Stage reads on the local topology).
 	RunFor time.Duration
 	// Fails makes the job fail.
 	Fails bool

@@ -36,9 +36,9 @@ func TestScaleFromZero(t *testing.T) {
 	}
 }
 
-// TestScaleFromZeroRefusesWorkersThatNeedNoNodes: on workers that run Jobs
-// without pods (the executor) or that have Nodes already, there is nothing
-// to scale, and the scenario says so instead of passing.
+// TestScaleFromZeroRefusesWorkersThatNeedNoNodes: on workers that have
+// their Nodes already (no autoscaled pool at zero), there is nothing to
+// scale, and the scenario says so instead of passing.
 func TestScaleFromZeroRefusesWorkersThatNeedNoNodes(t *testing.T) {
 	env := mixed.get(t)
 	_, err := scenario.ScaleFromZero(context.Background(), env, scenario.ScaleFromZeroOptions{Jobs: 1, NamePrefix: "nozero"})

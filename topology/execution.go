@@ -1,12 +1,14 @@
 package topology
 
-// Annotations that tell a local topology's job executor how a Job "runs".
-// There is no kubelet on local workers; the executor plays the Job controller
-// for unsuspended Jobs on workers. Kueue copies annotations to the remote Job,
-// so they are set on the manager's Job (see package workload).
+// Annotations that tell a local topology's KWOK Nodes how a pod "runs": no
+// kubelet runs its containers, a KWOK Stage moves a Running pod of a Job to
+// Succeeded (exit code 0) or Failed (exit code 1) after its run duration.
+// The builders of package workload set them on the pod template (and on the
+// job object, what the test asked for); a RayJob's run is read off the
+// RayJob by the Ray dashboard stand-in.
 const (
-	// AnnotationRunDuration is a Go duration (for example "2s") between the
-	// Job being marked running and being marked finished. Default 1s.
+	// AnnotationRunDuration is a Go duration (for example "2s") between a
+	// pod becoming Running and ending. Default 1s.
 	AnnotationRunDuration = "testkit.multikueue.x-k8s.io/run-duration"
 	// AnnotationOutcome is "Succeeded" (default) or "Failed".
 	AnnotationOutcome = "testkit.multikueue.x-k8s.io/outcome"

@@ -40,10 +40,10 @@ func TestJobDefaultsRunOnAKubeletAsInTheExecutor(t *testing.T) {
 		t.Errorf("args = %q, want none", c.Args)
 	}
 	if len(job.Annotations) != 0 {
-		t.Errorf("annotations = %v, want none (the executor's default run)", job.Annotations)
+		t.Errorf("annotations = %v, want none (the default run)", job.Annotations)
 	}
 	if workload.DefaultRunDuration != local.DefaultRunDuration {
-		t.Errorf("workload.DefaultRunDuration %s != local.DefaultRunDuration %s: a pod and the executor would run for different times",
+		t.Errorf("workload.DefaultRunDuration %s != local.DefaultRunDuration %s: a pod on KWOK and a RayJob on the dashboard stand-in would run for different times",
 			workload.DefaultRunDuration, local.DefaultRunDuration)
 	}
 }

@@ -22,9 +22,9 @@ const QueueLabel = constants.QueueLabel
 // expects; the webhook sets spec.managedBy on the manager.
 //
 // A built Job runs the same way in the local topology and on a real cluster:
-// RunFor and Fails set the annotations the local executor reads
-// (topology.AnnotationRunDuration, topology.AnnotationOutcome) on the Job
-// and on its pod template (KWOK Nodes read them on the pods), and the pod
+// RunFor and Fails set the run annotations (topology.AnnotationRunDuration,
+// topology.AnnotationOutcome) on the Job and on its pod template (the local
+// topology's KWOK Stage reads them on the pods), and the pod
 // template, whose container (DefaultImage unless Image is called) sleeps for
 // the run duration and exits 0, or 1 with Fails. The pod never restarts and
 // backoffLimit is 0, so a real Job controller fails the Job on that exit.
@@ -86,23 +86,25 @@ func (b *JobBuilder) WorkloadPriorityClass(name string) *JobBuilder {
 	return b
 }
 
-// RunFor sets how long the Job runs: in the local executor, on KWOK Nodes
-// (the annotation on the pod template) and in the pod's sleep. It panics on a negative duration.
+// RunFor sets how long the Job runs: on the local topology's KWOK Nodes (the
+// annotation on the pod template) and in the pod's sleep on a kubelet. It
+// panics on a negative duration.
 func (b *JobBuilder) RunFor(d time.Duration) *JobBuilder {
 	b.run.setDuration(d)
 	b.annotate(topology.AnnotationRunDuration, d.String())
 	return b
 }
 
-// Fails makes the Job fail: the local executor marks it Failed, the pod exits 1.
+// Fails makes the Job fail: its pod exits 1 (on KWOK Nodes too).
 func (b *JobBuilder) Fails() *JobBuilder {
 	b.run.fails = true
 	b.annotate(topology.AnnotationOutcome, topology.OutcomeFailed)
 	return b
 }
 
-// annotate sets a run annotation on the Job (the executor reads it there)
-// and on its pod template (KWOK reads it on the pods).
+// annotate sets a run annotation on the Job (what the test asked for, on
+// the object it submitted) and on its pod template (KWOK reads it on the
+// pods).
 func (b *JobBuilder) annotate(k, v string) {
 	b.job.Annotations[k] = v
 	if b.job.Spec.Template.Annotations == nil {

@@ -19,9 +19,9 @@ import (
 // On a real cluster its pods run as JobBuilder's do: RunFor, Fails and Image
 // set the pod template (sleep, then exit 0 or 1; restartPolicy Never,
 // backoffLimit 0, and JobSet's default failure policy of no restarts fails
-// the JobSet). RunFor and Fails also set the local executor's annotations on
-// the JobSet, on its Job template, so the child Jobs carry them, and on
-// the pod template, for KWOK Nodes (local.Options.Nodes).
+// the JobSet). RunFor and Fails also set the run annotations on the JobSet,
+// on its Job template, so the child Jobs carry them, and on the pod
+// template, for the local topology's KWOK Nodes.
 type JobSetBuilder struct {
 	js  jobset.JobSet
 	run run
@@ -88,8 +88,7 @@ func (b *JobSetBuilder) Fails() *JobSetBuilder {
 func (b *JobSetBuilder) Image(image string) *JobSetBuilder { b.run.image = image; return b }
 
 // annotate sets a run annotation on the JobSet, on its Job template (the
-// executor reads it on the child Jobs) and on the pod template (KWOK reads
-// it on the pods).
+// child Jobs carry it) and on the pod template (KWOK reads it on the pods).
 func (b *JobSetBuilder) annotate(k, v string) {
 	b.js.Annotations[k] = v
 	tmpl := &b.js.Spec.ReplicatedJobs[0].Template

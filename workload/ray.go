@@ -104,8 +104,8 @@ func (r rayCluster) built() *rayv1.RayClusterSpec {
 // entrypoint is `python -c` sleeping the run duration and exiting 0, or 1
 // with Fails, so the Ray job SUCCEEDS or FAILS; the submitter pod (which
 // waits for the Ray job) carries the run-duration annotation and always
-// succeeds. On the local topology the KubeRay operator runs for real; the
-// pod runner plays the Ray pods and the Ray dashboard follows the
+// succeeds. On the local topology the KubeRay operator runs for real; KWOK
+// runs the Ray pods on the worker's Nodes and the Ray dashboard follows the
 // annotations (the submitter runs for the run duration; the Ray job ends
 // with it, FAILED with Fails).
 type RayJobBuilder struct {
@@ -211,8 +211,8 @@ func (r run) pythonEntrypoint() string {
 // worker, created suspended as Kueue expects. It needs the topology's
 // RayCluster integration (topology.IntegrationRayCluster). A RayCluster has
 // no run duration or outcome: it runs (ready) until it is deleted; on the
-// local topology the KubeRay operator runs for real and the pod runner makes
-// its pods Running and Ready.
+// local topology the KubeRay operator runs for real and KWOK makes its pods
+// Running and Ready on the worker's Nodes.
 type RayClusterBuilder struct {
 	rc      rayv1.RayCluster
 	cluster rayCluster

@@ -18,7 +18,7 @@ import (
 const DefaultImage = "registry.k8s.io/e2e-test-images/busybox:1.37.0-1"
 
 // DefaultRunDuration is how long a built job runs when RunFor is not called,
-// on a kubelet and in the local topology's executor alike
+// on a kubelet and on the local topology's KWOK Nodes alike
 // (local.DefaultRunDuration is the same).
 const DefaultRunDuration = time.Second
 
@@ -26,7 +26,7 @@ const DefaultRunDuration = time.Second
 const containerName = "c"
 
 // run is what a built job's pod does on a kubelet; the builders write the
-// same as annotations for the local executor.
+// same as annotations, which the local topology's KWOK Stage reads.
 type run struct {
 	image    string
 	duration time.Duration
@@ -35,8 +35,8 @@ type run struct {
 
 func newRun() run { return run{image: DefaultImage, duration: DefaultRunDuration} }
 
-// setDuration checks d and records it. The local executor refuses a negative
-// duration, so the builder does not build one.
+// setDuration checks d and records it. A negative duration is no run, so
+// the builder does not build one.
 func (r *run) setDuration(d time.Duration) {
 	if d < 0 {
 		panic(fmt.Sprintf("workload: RunFor(%s): the run duration must not be negative", d))

@@ -1,15 +1,15 @@
 // Command mktk prepares and runs local MultiKueue topologies.
 //
-//	mktk assets                    build or locate kube-apiserver, etcd, kube-controller-manager, kueue
-//	mktk -nodes assets             the same, and kube-scheduler and the KWOK controller
+//	mktk assets                    build or locate kube-apiserver, etcd, kube-controller-manager,
+//	                               kube-scheduler, the KWOK controller and kueue
 //	mktk up --workers 3            start 1 manager + 3 workers and keep them up until Ctrl-C
 //	mktk scale --workers 2,5,10,19 --jobs 200 --out DIR
 //	                               scale runs: per N, a smoke gate then the load; JSONL, plots, report.html
 //
-// assets builds kube-apiserver, etcd and kube-controller-manager from the Go
-// module proxy (or finds them in $KUBEBUILDER_ASSETS or the cache) and
-// prints the directory of the first two, ready to export as
-// KUBEBUILDER_ASSETS. See `mktk up -h` and `mktk scale -h` for the others.
+// assets builds kube-apiserver, etcd, kube-controller-manager, kube-scheduler,
+// the KWOK controller and Kueue from the Go module proxy (or finds them in
+// $KUBEBUILDER_ASSETS or the cache) and prints the directory of the first
+// two, ready to export as KUBEBUILDER_ASSETS. See `mktk up -h` and `mktk scale -h` for the others.
 package main
 
 import (
@@ -52,7 +52,6 @@ func assetsCmd(args []string, stdout, stderr io.Writer) int {
 	cache := fs.String("cache-dir", "", "where built binaries are kept (default: $"+assets.EnvCacheDir+" or the user cache dir)")
 	kueue := fs.String("kueue-version", "", "Kueue versions to build, comma-separated (default: $"+assets.EnvKueueVersion+", else "+assets.DefaultKueueVersion+"); \"none\" builds no Kueue")
 	kueueSrc := fs.String("kueue-source", "", "a Kueue checkout to build instead (default: $"+assets.EnvKueueSource+")")
-	nodes := fs.Bool("nodes", false, "also kube-scheduler and the KWOK controller "+local.KWOKVersion+" (what local.Options.Nodes, $MKTK_NODES and mktk up --nodes run)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: mktk [flags] assets | mktk up [flags] | mktk scale [flags]\n\nflags of assets:\n")
 		fs.PrintDefaults()
@@ -72,21 +71,20 @@ func assetsCmd(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	fmt.Fprintf(stderr, "mktk: kube-controller-manager: %s\n", b.ControllerManager)
-	if *nodes {
-		o := assets.Options{KubernetesVersion: *kube, EtcdVersion: *etcd, CacheDir: *cache, Progress: stderr}
-		sched, err := assets.EnsureScheduler(ctx, o)
-		if err != nil {
-			fmt.Fprintln(stderr, "mktk:", err)
-			return 1
-		}
-		fmt.Fprintf(stderr, "mktk: kube-scheduler: %s\n", sched)
-		kwok, err := assets.EnsureOperator(ctx, o, assets.KWOKController(), local.KWOKVersion)
-		if err != nil {
-			fmt.Fprintln(stderr, "mktk:", err)
-			return 1
-		}
-		fmt.Fprintf(stderr, "mktk: kwok %s (%s): %s\n", kwok.Version, kwok.From, kwok.Path)
+	// Every local worker runs kube-scheduler and a KWOK controller.
+	o := assets.Options{KubernetesVersion: *kube, EtcdVersion: *etcd, CacheDir: *cache, Progress: stderr}
+	sched, err := assets.EnsureScheduler(ctx, o)
+	if err != nil {
+		fmt.Fprintln(stderr, "mktk:", err)
+		return 1
 	}
+	fmt.Fprintf(stderr, "mktk: kube-scheduler: %s\n", sched)
+	kwok, err := assets.EnsureOperator(ctx, o, assets.KWOKController(), local.KWOKVersion)
+	if err != nil {
+		fmt.Fprintln(stderr, "mktk:", err)
+		return 1
+	}
+	fmt.Fprintf(stderr, "mktk: kwok %s (%s): %s\n", kwok.Version, kwok.From, kwok.Path)
 	if *kueue != "none" {
 		versions := strings.Split(*kueue, ",")
 		for _, v := range versions {

@@ -25,7 +25,7 @@ func up(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("mktk up", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	workers := fs.Int("workers", 3, "number of worker clusters (1–20)")
-	nodes := fs.Int("nodes", 0, "KWOK Nodes per worker, with kube-scheduler and a KWOK controller: pods bound and run as on a cluster (0: none, the Job executor runs Jobs)")
+	nodes := fs.Int("nodes", 1, "KWOK Nodes per worker (each holding its share of the worker's quota): kube-scheduler binds pods to them, KWOK runs them")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: mktk up [--workers N] [--nodes N]\n\nStarts 1 manager + N workers (the local topology) and keeps them up until Ctrl-C.\n\nflags:\n")
 		fs.PrintDefaults()
@@ -37,14 +37,11 @@ func up(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mktk up: unexpected argument %q\n", fs.Arg(0))
 		return 2
 	}
-	if *nodes < 0 {
-		fmt.Fprintf(stderr, "mktk up: --nodes: %d is negative\n", *nodes)
+	if *nodes < 1 {
+		fmt.Fprintf(stderr, "mktk up: --nodes: %d; want 1 or more (a worker without Nodes runs no pod)\n", *nodes)
 		return 2
 	}
-	var lo local.Options
-	if *nodes > 0 {
-		lo.Nodes = &local.Nodes{Count: *nodes}
-	}
+	lo := local.Options{Nodes: &local.Nodes{Count: *nodes}}
 	ctx, stop := signalContext()
 	defer stop()
 	if err := runUp(ctx, *workers, lo, stdout, stderr); err != nil {
@@ -96,9 +93,7 @@ func runUp(ctx context.Context, workers int, lo local.Options, stdout, stderr io
 	if p, ok := topo.Provider().(*local.Provider); ok {
 		fmt.Fprintf(stdout, "# logs: %s/<cluster>/kueue.log, kube-apiserver.log\n", p.Dir())
 	}
-	if lo.Nodes != nil {
-		fmt.Fprintf(stdout, "# %d KWOK Node(s) per worker: kubectl --context worker-1 get nodes; pods are bound by kube-scheduler and run by KWOK\n", lo.Nodes.Count)
-	}
+	fmt.Fprintf(stdout, "# %d KWOK Node(s) per worker: kubectl --context worker-1 get nodes; pods are bound by kube-scheduler and run by KWOK\n", lo.Nodes.Count)
 	fmt.Fprintf(stdout, "# the manager:\nexport KUBECONFIG=%s\n", paths[0])
 	fmt.Fprintf(stdout, "# or every cluster (kubectl --context worker-1 ...):\n# export KUBECONFIG=%s\n", strings.Join(paths, ":"))
 	fmt.Fprintln(stdout, "# Ctrl-C stops the clusters and removes these files.")

@@ -32,7 +32,8 @@ const (
 	// kueueUser is the in-process Kueue's user (system:masters, as Kueue's
 	// own ClusterRole is broad).
 	kueueUser = "kueue"
-	// agentUser is the Job executor's and pod runner's user.
+	// agentUser is the library's own clients' user in a cluster (the Ray
+	// dashboard stand-in, the HA replicas' probe).
 	agentUser = "mktk-agent"
 	// jobsetUser is the in-process JobSet controller's user (workers with
 	// the JobSet integration).
@@ -82,10 +83,10 @@ func roleOf(user string) observe.Role {
 // the writes (create, update, patch, delete, deletecollection), at the
 // Metadata level, to the resources the Observer records
 // (observe.AuditedResources, subresources included), to Secrets in Kueue's
-// namespace and to ClusterProfiles, and with nodes (Options.Nodes) to pods
-// (bindings and status included) and Nodes; nothing else, and only the
+// namespace and to ClusterProfiles, to pods (bindings and status included)
+// and to Nodes; nothing else, and only the
 // ResponseComplete stage.
-func auditPolicy(spec topology.Spec, nodes bool) ([]byte, error) {
+func auditPolicy(spec topology.Spec) ([]byte, error) {
 	watched, err := observe.AuditedResources(spec.Kueue.Integrations)
 	if err != nil {
 		return nil, err
@@ -99,10 +100,8 @@ func auditPolicy(spec topology.Spec, nodes bool) ([]byte, error) {
 		add(gr)
 	}
 	add(schema.GroupResource{Group: "multicluster.x-k8s.io", Resource: "clusterprofiles"})
-	if nodes {
-		add(schema.GroupResource{Resource: "pods"})
-		add(schema.GroupResource{Resource: "nodes"})
-	}
+	// KWOK Nodes (pods are among what the Observer records).
+	add(schema.GroupResource{Resource: "nodes"})
 	groups := make([]string, 0, len(byGroup))
 	for g := range byGroup {
 		groups = append(groups, g)

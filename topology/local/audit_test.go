@@ -25,7 +25,7 @@ func TestAuditPolicyAuditsOnlyTheWritesAttributionNeeds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, err := auditPolicy(spec, false)
+	raw, err := auditPolicy(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +54,10 @@ func TestAuditPolicyAuditsOnlyTheWritesAttributionNeeds(t *testing.T) {
 		{"list", "", "secrets", "", ns, auditinternal.LevelNone},
 		{"update", "", "secrets", "", "default", auditinternal.LevelNone},
 		{"create", "ray.io", "rayjobs", "", "default", auditinternal.LevelNone},
-		{"create", "", "pods", "", "default", auditinternal.LevelNone},
+		{"create", "", "pods", "", "default", auditinternal.LevelMetadata},
+		{"create", "", "pods", "binding", "default", auditinternal.LevelMetadata},
+		{"patch", "", "nodes", "status", "", auditinternal.LevelMetadata},
+		{"get", "", "pods", "", "default", auditinternal.LevelNone},
 		{"create", "authorization.k8s.io", "selfsubjectaccessreviews", "", "", auditinternal.LevelNone},
 	} {
 		got := ev.EvaluatePolicyRule(authorizer.AttributesRecord{

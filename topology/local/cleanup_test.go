@@ -96,10 +96,7 @@ func TestTeardownRunsWhenATestPanics(t *testing.T) {
 
 func TestNothingOutlivesAKilledTestBinary(t *testing.T) {
 	cmd, dir := startHelper(t, "hang")
-	want, what := 8, "etcd + kube-apiserver + kube-controller-manager + kueue for 2 clusters"
-	if nodes, err := local.NodesFromEnv(os.Getenv); err == nil && nodes != nil {
-		want, what = want+2, what+", kube-scheduler + kwok on the worker with Nodes"
-	}
+	want, what := 10, "etcd + kube-apiserver + kube-controller-manager + kueue for 2 clusters, kube-scheduler + kwok on the worker"
 	if n := len(local.ProcessesUnder(dir)); n != want {
 		t.Errorf("want %s (%d processes), found %d", what, want, n)
 	}

@@ -48,8 +48,8 @@ const (
 )
 
 // kcmControllers are the controllers a cluster runs: the garbage collector
-// and the namespace controller everywhere, and the Job controller where real
-// pods run (Options.RealPods, workers).
+// and the namespace controller everywhere, and the Job controller on the
+// workers, where pods run (the manager's Jobs are MultiKueue's).
 func kcmControllers(jobs bool) []string {
 	out := []string{kcmGarbageCollector, kcmNamespace}
 	if jobs {

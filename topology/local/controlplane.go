@@ -36,9 +36,10 @@ type controlPlane struct {
 	ca    *certAuthority
 	admin keyPair
 	// kueue, agent, kcmID, jobset and kuberay are the client identities of
-	// the cluster's in-process Kueue, of its agent (Job executor, pod
-	// runner), of kube-controller-manager and of the in-process JobSet and
-	// KubeRay controllers: the audit log tells them from the test (admin).
+	// the cluster's Kueue, of the library's own clients in it (the Ray
+	// dashboard stand-in, the HA probe), of kube-controller-manager and of
+	// the JobSet and KubeRay controllers: the audit log tells them from the
+	// test (admin).
 	kueue, agent, kcmID, jobset, kuberay keyPair
 	// schedulerID and kwokID are kube-scheduler's and the KWOK
 	// controller's (workers with Options.Nodes).

@@ -76,12 +76,10 @@ func children(dir string) map[string]string {
 var costConfigs = []struct {
 	name         string
 	integrations []string
-	realPods     bool
 }{
-	{"batch/job, executor", []string{topology.IntegrationBatchJob}, false},
-	{"batch/job, RealPods", []string{topology.IntegrationBatchJob}, true},
-	{"batch/job + JobSet", []string{topology.IntegrationBatchJob, topology.IntegrationJobSet}, false},
-	{"batch/job + RayJob + RayCluster", []string{topology.IntegrationBatchJob, topology.IntegrationRayJob, topology.IntegrationRayCluster}, false},
+	{"batch/job", []string{topology.IntegrationBatchJob}},
+	{"batch/job + JobSet", []string{topology.IntegrationBatchJob, topology.IntegrationJobSet}},
+	{"batch/job + RayJob + RayCluster", []string{topology.IntegrationBatchJob, topology.IntegrationRayJob, topology.IntegrationRayCluster}},
 }
 
 const costConfigEnv = "MKTK_MEASURE_CONFIG"
@@ -125,7 +123,7 @@ func measureCosts(t *testing.T, i int) {
 	tc := costConfigs[i]
 	runtime.GC()
 	before, _ := usageOf(self)
-	topo, err := local.New(ctx, topology.Options{Workers: 1, Kueue: topology.KueueOptions{Integrations: tc.integrations}}, local.Options{RealPods: tc.realPods})
+	topo, err := local.New(ctx, topology.Options{Workers: 1, Kueue: topology.KueueOptions{Integrations: tc.integrations}}, local.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,10 +18,9 @@ import (
 // MultiKueue's (spec.managedBy), which KubeRay leaves alone; the manager runs
 // no operator.
 //
-// What no kubelet runs here is played: the pod runner makes the head and
-// worker pods Running and Ready (so the RayCluster becomes ready), the
-// submitter Job runs like any Job (executor, or real pods), and the Ray
-// dashboard that KubeRay polls on the head Service
+// What no kubelet runs here is played: KWOK makes the head and worker pods
+// Running and Ready on the worker's Nodes (so the RayCluster becomes
+// ready), the submitter Job runs like any Job, and the Ray dashboard that KubeRay polls on the head Service
 // (http://<head-svc>.<ns>.svc.cluster.local:8265) is rayHead: the operator
 // runs with HTTP_PROXY pointing at it, so the requests that would go to the
 // head pod come to the test process, which answers from the RayJob and its

@@ -281,7 +281,8 @@ func (lc *localCluster) newKueueBinary(kb *binaryKueue, o Options, f kueueProces
 
 // EnsureBinaries finds or builds every binary a local topology with these
 // options runs — kube-apiserver, etcd, kube-controller-manager, the Kueue
-// binary and, for the integrations named, the operators' (JobSet, KubeRay) — without
+// binary, kube-scheduler, the KWOK controller and, for the integrations
+// named, the operators' (JobSet, KubeRay) — without
 // starting anything. A cold build takes tens of minutes on 2 cores; call it
 // from TestMain before m.Run (or before a suite's timeouts start), as the
 // bundled examples do, so that no test's timeout counts it. Later calls
@@ -304,6 +305,12 @@ func EnsureBinaries(ctx context.Context, o Options, integrations ...string) erro
 		if _, err := ensureKubeRay(ctx, ao, bin); err != nil {
 			return err
 		}
+	}
+	if _, err := assets.EnsureScheduler(ctx, ao); err != nil {
+		return fmt.Errorf("local: %w", err)
+	}
+	if _, err := assets.EnsureOperator(ctx, ao, assets.KWOKController(), KWOKVersion); err != nil {
+		return fmt.Errorf("local: %w", err)
 	}
 	return nil
 }

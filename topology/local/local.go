@@ -8,9 +8,11 @@
 //	if err != nil { ... }
 //	defer topo.Close(ctx)
 //
-// With Options.Nodes every worker also runs kube-scheduler and a KWOK
-// controller over fake Nodes, so Jobs run in pods as on a cluster; a
-// worker's Nodes can start at zero and grow (Nodes.Autoscaler):
+// Every worker also runs kube-scheduler and a KWOK controller over fake
+// Nodes (one by default, holding the worker's quota), so Jobs run in pods
+// as on a cluster: the Job controller creates them, the scheduler binds
+// them, KWOK runs them. Options.Nodes sizes them; a worker's Nodes can
+// start at zero and grow (Nodes.Autoscaler):
 //
 //	local.Options{Nodes: &local.Nodes{Count: 2}}
 package local
@@ -78,22 +80,14 @@ type Options struct {
 	// after Close, for debugging; its path is printed to Progress. Also set
 	// by MKTK_KEEP_DIR=1. Processes are stopped either way.
 	KeepDir bool
-	// RealPods runs batch/Jobs on workers the way a cluster does: the real
-	// Job controller (kube-controller-manager's job-controller) creates
-	// their pods and a pod runner (the kubelet's stand-in) moves each pod to
-	// Running, then Succeeded or Failed after its run duration
-	// (topology.AnnotationRunDuration, AnnotationOutcome). The Job executor
-	// is then off. It costs more per Job than the executor (see the
-	// docs/local-topology.md, "Real controllers").
-	RealPods bool
-	// Nodes puts KWOK Nodes, kube-scheduler and a KWOK controller on every
-	// worker (see Nodes): pods are created by the Job controller, bound by
-	// the scheduler and run by KWOK. Implies RealPods without its pod
-	// runner. Nil: $MKTK_NODES decides (NodesFromEnv), else no Nodes.
+	// Nodes are every worker's KWOK Nodes (see Nodes): pods are created by
+	// the Job controller, bound by kube-scheduler and run by a KWOK
+	// controller. Nil: $MKTK_NODES decides (NodesFromEnv), else one Node
+	// per worker holding its quota.
 	Nodes *Nodes
 	// WorkerNodes gives single workers, by name, Nodes of their own (an
 	// autoscaled pool at zero, say), in place of Nodes; the workers it does
-	// not name get Nodes, or none.
+	// not name get Nodes.
 	WorkerNodes map[string]Nodes
 	// DisableAudit turns off the API servers' audit logs; failure timelines
 	// then do not say who made each change. Audit costs little (see the
@@ -240,7 +234,7 @@ func New(ctx context.Context, opts topology.Options, lopts Options) (*topology.T
 	if err != nil {
 		return nil, fmt.Errorf("local: %w", err)
 	}
-	if lopts.Nodes == nil && lopts.WorkerNodes == nil {
+	if lopts.Nodes == nil {
 		if lopts.Nodes, err = NodesFromEnv(os.Getenv); err != nil {
 			return nil, fmt.Errorf("local: %w", err)
 		}
@@ -270,8 +264,8 @@ type Provider struct {
 	etcd *sharedEtcd
 	// ports hands out every loopback port the topology listens on.
 	ports portPool
-	// nodes are the binaries and each worker's Nodes with Options.Nodes,
-	// set by Provision before any cluster starts; nil without.
+	// nodes are the binaries and each worker's Nodes, set by Provision
+	// before any cluster starts.
 	nodes *nodeSetup
 
 	mu       sync.Mutex
@@ -363,7 +357,7 @@ func (p *Provider) Provision(ctx context.Context, spec topology.Spec) (*topology
 		}
 	}
 	if !p.opts.DisableAudit {
-		if p.auditPolicy, err = auditPolicy(spec, p.opts.Nodes != nil || len(p.opts.WorkerNodes) > 0); err != nil {
+		if p.auditPolicy, err = auditPolicy(spec); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -428,8 +422,8 @@ type clusterHooks struct {
 // startCluster starts one cluster's control plane, CRDs,
 // kube-controller-manager, Kueue and its webhooks, and the real controllers
 // of the integrations in use (JobSet's defaulting webhook everywhere, its
-// controller and KubeRay on workers); on workers the agent: the Job
-// executor (without RealPods) and the pod runner (with RealPods or Ray).
+// controller and KubeRay on workers); on workers kube-scheduler, the KWOK
+// controller and the Nodes.
 func (p *Provider) startCluster(ctx context.Context, name string, role topology.Role, bins assets.Binaries,
 	crds []*apiextensionsv1.CustomResourceDefinition, hooks clusterHooks, kb *binaryKueue) (*topology.Cluster, *localCluster, error) {
 	dir := filepath.Join(p.root, name)
@@ -481,14 +475,8 @@ func (p *Provider) startCluster(ctx context.Context, name string, role topology.
 	// controller then know their resources from the start; they rediscover
 	// every 30 s), every component at once: none needs another to start, and
 	// each start is mostly waiting for a process to answer.
-	var np *pool // the worker's Nodes
-	if worker && p.nodes != nil {
-		np = p.nodes.pools[name]
-	}
-	nodes := np != nil
-	realPods := worker && (p.opts.RealPods || nodes)
 	steps := []func() error{
-		func() error { return cp.startControllerManager(ctx, kcmControllers(realPods)) },
+		func() error { return cp.startControllerManager(ctx, kcmControllers(worker)) },
 		func() error { return lc.startBinaryKueue(ctx, c, kb, hooks.kueue, p.opts) },
 	}
 	if kb.jobSet.Path != "" {
@@ -498,11 +486,7 @@ func (p *Provider) startCluster(ctx context.Context, name string, role topology.
 		steps = append(steps, func() error { return lc.startKubeRay(ctx, kb.kubeRay, p.opts) })
 	}
 	if worker {
-		steps = append(steps, func() error {
-			return lc.startAgent(ctx, !realPods, !nodes && (realPods || ray), p.opts.StartTimeout)
-		})
-	}
-	if nodes {
+		np := p.nodes.pools[name]
 		steps = append(steps, func() error { return lc.startNodes(ctx, c, np, p.nodes, p.opts.StartTimeout) })
 	}
 	if err := together(steps...); err != nil {
@@ -542,36 +526,6 @@ func hasCRD(crds []*apiextensionsv1.CustomResourceDefinition, name string) bool 
 		}
 	}
 	return false
-}
-
-// startAgent runs a worker's stand-ins for what has no process here, in a
-// manager with the mktk-agent identity: the Job executor and the pod runner
-// (the kubelet's part).
-func (lc *localCluster) startAgent(ctx context.Context, executor, podRunner bool, timeout time.Duration) error {
-	if !executor && !podRunner {
-		return nil
-	}
-	scheme, err := topology.NewScheme()
-	if err != nil {
-		return err
-	}
-	mgr, err := newComponentManager(componentOptions{
-		cfg: lc.cp.configAs(lc.cp.agent), logPath: filepath.Join(lc.cp.dir, "agent.log"), scheme: scheme,
-	})
-	if err != nil {
-		return fmt.Errorf("cluster %q: agent: %w", lc.name, err)
-	}
-	if executor {
-		if err := setupJobExecutor(lc.name, mgr); err != nil {
-			return fmt.Errorf("cluster %q: Job executor: %w", lc.name, err)
-		}
-	}
-	if podRunner {
-		if err := setupPodRunner(lc.name, mgr); err != nil {
-			return fmt.Errorf("cluster %q: pod runner: %w", lc.name, err)
-		}
-	}
-	return lc.startComponent(ctx, "agent", mgr, nil, timeout)
 }
 
 func (p *Provider) track(lc *localCluster) bool {

@@ -25,8 +25,8 @@ import (
 // pods. A Job then runs as on a cluster: its pods are scheduled, run for
 // their run duration (topology.AnnotationRunDuration) and end Succeeded, or
 // Failed with exit code 1 (topology.AnnotationOutcome); the Job controller
-// writes the Job's status. Pods that fit no Node stay Pending. The Job
-// executor and the pod runner are then off.
+// writes the Job's status. Pods that fit no Node stay Pending. Every worker
+// has them; the zero value is one Node holding the worker's quota.
 type Nodes struct {
 	// Count of Nodes per worker; default 1.
 	Count int
@@ -182,10 +182,7 @@ func prepareNodes(ctx context.Context, ao assets.Options, o Options, spec topolo
 	ns := &nodeSetup{pools: map[string]*pool{}}
 	for _, w := range spec.WorkerNames {
 		n, ok := o.WorkerNodes[w]
-		if !ok && o.Nodes == nil {
-			continue
-		}
-		if !ok {
+		if !ok && o.Nodes != nil {
 			n = *o.Nodes
 		}
 		if spec.TAS != nil {
@@ -207,9 +204,6 @@ func prepareNodes(ctx context.Context, ao assets.Options, o Options, spec topolo
 			p.scaler, p.initial = &a, a.Min
 		}
 		ns.pools[w] = p
-	}
-	if len(ns.pools) == 0 {
-		return nil, nil
 	}
 	var err error
 	if ns.scheduler, err = assets.EnsureScheduler(ctx, ao); err != nil {
@@ -247,18 +241,21 @@ func (lc *localCluster) startNodes(ctx context.Context, c *topology.Cluster, p *
 // NodesEnv is the environment variable NodesFromEnv reads.
 const NodesEnv = "MKTK_NODES"
 
-// NodesFromEnv returns the Nodes that $MKTK_NODES asks for: "" or "0" none,
-// N > 0 that many KWOK Nodes per worker. Anything else is an error naming
-// the variable. local.New uses it when Options.Nodes is nil, so any suite
-// runs on Nodes without copies: MKTK_NODES=1 go test ./examples/...
+// NodesFromEnv returns the Nodes that $MKTK_NODES asks for: "" the
+// default (nil: one Node per worker), N > 0 that many KWOK Nodes per
+// worker, each holding 1/N of its quota. Anything else is an error naming
+// the variable: a worker without Nodes runs no pod (a pool at zero is
+// Options.WorkerNodes with an Autoscaler). local.New uses it when
+// Options.Nodes is nil, so any suite runs on more Nodes without copies:
+// MKTK_NODES=3 go test ./examples/...
 func NodesFromEnv(getenv func(string) string) (*Nodes, error) {
 	v := getenv(NodesEnv)
-	if v == "" || v == "0" {
+	if v == "" {
 		return nil, nil
 	}
 	n, err := strconv.Atoi(v)
-	if err != nil || n < 0 {
-		return nil, fmt.Errorf("$%s=%q: want a number of Nodes per worker, 0 for none", NodesEnv, v)
+	if err != nil || n < 1 {
+		return nil, fmt.Errorf("$%s=%q: want a number of Nodes per worker, 1 or more (a worker without Nodes runs no pod; a pool at zero is Options.WorkerNodes with an Autoscaler)", NodesEnv, v)
 	}
 	return &Nodes{Count: n}, nil
 }

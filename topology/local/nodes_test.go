@@ -21,6 +21,7 @@ import (
 
 	"github.com/multikueue-testkit/testkit/assert"
 	"github.com/multikueue-testkit/testkit/internal/poll"
+	"github.com/multikueue-testkit/testkit/observe"
 	"github.com/multikueue-testkit/testkit/scenario"
 	"github.com/multikueue-testkit/testkit/topology"
 	"github.com/multikueue-testkit/testkit/topology/local"
@@ -77,6 +78,38 @@ func TestNodes(t *testing.T) {
 	a := assert.For(t, env.Check)
 	endAsWanted(ctx, t, mgr, a, objs, want)
 	t.Logf("2 Jobs and a JobSet (1 s runs, 4 pods on KWOK Nodes) finished on the manager %s after creation", time.Since(start).Round(time.Millisecond))
+
+	// The Observer recorded each job's pods: bound to a Node of the
+	// worker, then how they ended.
+	for _, c := range []struct {
+		kind       observe.Kind
+		name, want string
+		pods       int
+	}{
+		{observe.KindJob, "pods-ok", "Succeeded (exit code 0)", 2},
+		{observe.KindJob, "pods-fail", "Failed (exit code 1)", 1},
+		{observe.KindJobSet, "pods-set", "Succeeded (exit code 0)", 1},
+	} {
+		bound, ended := map[string]string{}, map[string]string{}
+		for _, e := range env.Obs.PodHistory(c.kind, "default", c.name) {
+			switch {
+			case e.Cluster != w.Name:
+				t.Errorf("%s %s: pod %s recorded on %q, want only %q", c.kind, c.name, e.Name, e.Cluster, w.Name)
+			case e.Type == observe.PodBound:
+				bound[e.Name] = e.Detail
+			case e.Type == observe.PodPhase && strings.Contains(e.Detail, "exit code"):
+				ended[e.Name] = e.Detail
+			}
+		}
+		if len(bound) != c.pods || len(ended) != c.pods {
+			t.Errorf("%s %s: the Observer recorded pods bound %v and ended %v, want %d of each", c.kind, c.name, bound, ended, c.pods)
+		}
+		for pod, node := range bound {
+			if !names[node] || ended[pod] != c.want {
+				t.Errorf("%s %s: pod %s recorded bound to %q and ending %q, want one of the Nodes %v and %q", c.kind, c.name, pod, node, ended[pod], names, c.want)
+			}
+		}
+	}
 
 	// Each pod as last seen, before MultiKueue's cleanup deleted it with
 	// its Job.
