@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	jobset "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/multikueue-testkit/testkit/assert"
@@ -604,34 +605,11 @@ func TestStatusSyncedCatchesKueueDroppingTheFinalStatus(t *testing.T) {
 	ctx := context.Background()
 	mgr := env.Topo.Manager
 	const holdLabel = "testkit.multikueue.x-k8s.io/hold-unsuspend"
-	lift := denyUpdates(t, ctx, mgr, "testkit-hold-unsuspend",
-		admissionregistrationv1.Rule{APIGroups: []string{"batch"}, APIVersions: []string{"v1"}, Resources: []string{"jobs"}},
-		fmt.Sprintf("has(object.metadata.labels) && %q in object.metadata.labels", holdLabel),
-		"!(oldObject.spec.suspend == true && object.spec.suspend == false)", "the test holds this Job suspended")
-	defer lift()
-
-	// The API server enforces a new policy once its informer has it: probe
-	// with a dry-run unsuspend of a Job Kueue ignores (no queue).
 	probe := workload.NewJob("hold-probe", "default").Label(holdLabel, "true").Obj()
-	if err := mgr.Client.Create(ctx, probe); err != nil {
-		t.Fatal(err)
-	}
-	defer remove(t, ctx, probe)
-	err := poll.Until(ctx, 30*time.Second, fmt.Sprintf("cluster %q: the policy to deny unsuspending Job default/hold-probe", mgr.Name), func(ctx context.Context) error {
-		p := probe.DeepCopy()
-		if err := mgr.Client.Get(ctx, client.ObjectKeyFromObject(probe), p); err != nil {
-			return err
-		}
-		p.Spec.Suspend = ptr.To(false)
-		err := mgr.Client.Update(ctx, p, client.DryRunAll)
-		if err != nil && strings.Contains(err.Error(), "holds this Job suspended") {
-			return nil
-		}
-		return fmt.Errorf("not enforced yet (update: %v)", err)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	lift := holdUnsuspend(t, ctx, mgr, "testkit-hold-unsuspend",
+		admissionregistrationv1.Rule{APIGroups: []string{"batch"}, APIVersions: []string{"v1"}, Resources: []string{"jobs"}},
+		holdLabel, "Job", probe, func(o client.Object) { o.(*batchv1.Job).Spec.Suspend = ptr.To(false) })
+	defer lift()
 
 	job := workload.NewJob("held", "default").Queue("user-queue").Requests("1", "1Gi").RunFor(500*time.Millisecond).Label(holdLabel, "true").Obj()
 	submit(t, ctx, job)
@@ -644,7 +622,7 @@ func TestStatusSyncedCatchesKueueDroppingTheFinalStatus(t *testing.T) {
 		}
 		return
 	}
-	err = checker(5*time.Second).StatusSynced(ctx, job)
+	err := checker(5*time.Second).StatusSynced(ctx, job)
 	if err == nil {
 		t.Fatal("the manager's Job got the final status although it was suspended when the remote Job finished: Kueue no longer has this defect, turn this test around")
 	}
@@ -961,39 +939,17 @@ func TestStatusSyncedCatchesAManagerJobThatNeverStarts(t *testing.T) {
 	ctx := context.Background()
 	mgr := env.Topo.Manager
 	const holdLabel = "testkit.multikueue.x-k8s.io/hold-jobset-unsuspend"
-	defer denyUpdates(t, ctx, mgr, "testkit-hold-jobset-unsuspend",
-		admissionregistrationv1.Rule{APIGroups: []string{"jobset.x-k8s.io"}, APIVersions: []string{"*"}, Resources: []string{"jobsets"}},
-		fmt.Sprintf("has(object.metadata.labels) && %q in object.metadata.labels", holdLabel),
-		"!(oldObject.spec.suspend == true && object.spec.suspend == false)", "the test holds this JobSet suspended")()
 	probe := workload.NewJobSet("hold-js-probe", "default").Label(holdLabel, "true").Obj()
-	if err := mgr.Client.Create(ctx, probe); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		_ = mgr.Client.Delete(ctx, probe, client.PropagationPolicy(metav1.DeletePropagationBackground))
-	}()
-	err := poll.Until(ctx, 30*time.Second, fmt.Sprintf("cluster %q: the policy to deny unsuspending JobSet default/hold-js-probe", mgr.Name), func(ctx context.Context) error {
-		p := probe.DeepCopy()
-		if err := mgr.Client.Get(ctx, client.ObjectKeyFromObject(probe), p); err != nil {
-			return err
-		}
-		p.Spec.Suspend = ptr.To(false)
-		err := mgr.Client.Update(ctx, p, client.DryRunAll)
-		if err != nil && strings.Contains(err.Error(), "holds this JobSet suspended") {
-			return nil
-		}
-		return fmt.Errorf("not enforced yet (update: %v)", err)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	defer holdUnsuspend(t, ctx, mgr, "testkit-hold-jobset-unsuspend",
+		admissionregistrationv1.Rule{APIGroups: []string{"jobset.x-k8s.io"}, APIVersions: []string{"*"}, Resources: []string{"jobsets"}},
+		holdLabel, "JobSet", probe, func(o client.Object) { o.(*jobset.JobSet).Spec.Suspend = ptr.To(false) })()
 	js := workload.NewJobSet("nostart", "default").Queue("user-queue").Requests("1", "1Gi").RunFor(6*time.Second).Label(holdLabel, "true").Obj()
 	if err := mgr.Client.Create(ctx, js); err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = mgr.Client.Delete(ctx, js, client.PropagationPolicy(metav1.DeletePropagationBackground)) }()
 	_, winner := placedOn(t, ctx, js)
-	err = poll.Until(ctx, time.Minute, "the remote JobSet to succeed", func(context.Context) error {
+	err := poll.Until(ctx, time.Minute, "the remote JobSet to succeed", func(context.Context) error {
 		evs, _ := env.Obs.History(observe.KindJobSet, js.Namespace, js.Name)
 		for _, e := range evs {
 			if e.Cluster == winner && e.Type == observe.JobSucceeded {
@@ -1007,4 +963,44 @@ func TestStatusSyncedCatchesAManagerJobThatNeverStarts(t *testing.T) {
 	}
 	mustFail(t, checker(20*time.Second).StatusSynced(ctx, js),
 		"StatusSynced failed", "JobSet default/nostart", `cluster "manager"`, "never showed a start though the remote JobSet on \""+winner+"\" started", "never unsuspended on the manager")
+}
+
+// holdUnsuspend installs a ValidatingAdmissionPolicy on cl that denies
+// unsuspending the objects of rule's resource labelled holdLabel ("the test
+// holds this <kind> suspended"), and waits until the API server enforces it
+// (it does once its informer has the policy): a dry-run unsuspend of probe,
+// created here with holdLabel and no queue, is refused. It returns what
+// lifts the policy and deletes probe.
+func holdUnsuspend(t *testing.T, ctx context.Context, cl *topology.Cluster, name string, rule admissionregistrationv1.Rule,
+	holdLabel, kind string, probe client.Object, unsuspend func(client.Object)) (lift func()) {
+	t.Helper()
+	msg := "the test holds this " + kind + " suspended"
+	liftPolicy := denyUpdates(t, ctx, cl, name, rule,
+		fmt.Sprintf("has(object.metadata.labels) && %q in object.metadata.labels", holdLabel),
+		"!(oldObject.spec.suspend == true && object.spec.suspend == false)", msg)
+	if err := cl.Client.Create(ctx, probe); err != nil {
+		liftPolicy()
+		t.Fatal(err)
+	}
+	lift = func() {
+		_ = cl.Client.Delete(ctx, probe, client.PropagationPolicy(metav1.DeletePropagationBackground))
+		liftPolicy()
+	}
+	err := poll.Until(ctx, 30*time.Second, fmt.Sprintf("cluster %q: the policy to deny unsuspending %s %s", cl.Name, kind, client.ObjectKeyFromObject(probe)), func(ctx context.Context) error {
+		p := probe.DeepCopyObject().(client.Object)
+		if err := cl.Client.Get(ctx, client.ObjectKeyFromObject(probe), p); err != nil {
+			return err
+		}
+		unsuspend(p)
+		err := cl.Client.Update(ctx, p, client.DryRunAll)
+		if err != nil && strings.Contains(err.Error(), msg) {
+			return nil
+		}
+		return fmt.Errorf("not enforced yet (update: %v)", err)
+	})
+	if err != nil {
+		lift()
+		t.Fatal(err)
+	}
+	return lift
 }

@@ -32,8 +32,8 @@ func TestWorkerOverProvisioned(t *testing.T) {
 	}
 }
 
-// TestWorkerOverProvisionedRefusesWorkersWithoutNodes: workers that run
-// Jobs without pods cannot show it, and the scenario says so.
+// TestWorkerOverProvisionedRefusesWorkersWithoutNodes: workers whose Nodes
+// hold their quota (the default) cannot show it, and the scenario says so.
 func TestWorkerOverProvisionedRefusesWorkersWithoutNodes(t *testing.T) {
 	env := mixed.get(t)
 	_, err := scenario.WorkerOverProvisioned(context.Background(), env, scenario.WorkerOverProvisionedOptions{NamePrefix: "overprov-refused"})

@@ -8,12 +8,12 @@ import (
 	"sync"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/multikueue-testkit/testkit/observe"
 )
@@ -59,7 +59,7 @@ type ScaleFromZeroResult struct {
 // with no Node at the start must have run in pods that waited for a Node
 // the worker gained meanwhile. It fails when no worker starts with no Node
 // (there is nothing to scale from), when no job ran on such a worker, and
-// when one ran there without pods (the worker runs jobs without Nodes).
+// when the Observer recorded no pod of a job that ran there.
 func ScaleFromZero(ctx context.Context, env *Env, o ScaleFromZeroOptions) (ScaleFromZeroResult, error) {
 	res := ScaleFromZeroResult{NodesBefore: map[string]int{}, NodesPeak: map[string]int{}, NodeWait: map[string]time.Duration{}}
 	r, err := begin(env, "ScaleFromZero")
@@ -79,10 +79,10 @@ func ScaleFromZero(ctx context.Context, env *Env, o ScaleFromZeroOptions) (Scale
 	ns := r.namespace(o.Namespace)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	watchers := map[string]*podNodeWatch{}
+	watchers := map[string]*nodeWatch{}
 	var zero []string
 	for _, w := range env.Topo.Workers {
-		pw, err := watchPodsAndNodes(ctx, w.Name, w.Config, ns)
+		pw, err := watchNodes(ctx, w.Name, w.Config)
 		if err != nil {
 			return res, r.errorf("%w", err)
 		}
@@ -115,10 +115,12 @@ func ScaleFromZero(ctx context.Context, env *Env, o ScaleFromZeroOptions) (Scale
 			continue
 		}
 		res.FromZero = append(res.FromZero, job)
-		created, bound, seen := watchers[worker].firstPod(ob.GetName())
+		created, bound, seen := firstPod(env.Obs, worker, ob)
 		switch {
+		case env.Obs.PodsUnread(worker) != nil:
+			errs = append(errs, r.errorf("cluster %q: the Observer could not read its pods (%v): the node wait of %s is unknown", worker, env.Obs.PodsUnread(worker), job))
 		case !seen:
-			errs = append(errs, r.errorf("cluster %q: %s ran there without a pod: the worker runs jobs without Nodes, so nothing scaled", worker, job))
+			errs = append(errs, r.errorf("cluster %q: %s ran there, yet the Observer recorded no pod of it: nothing shows that it waited for a Node", worker, job))
 		case bound.IsZero():
 			errs = append(errs, r.errorf("cluster %q: the first pod of %s was never bound to a Node", worker, job))
 		default:
@@ -144,23 +146,18 @@ func (r *Runner) ScaleFromZero(ctx context.Context, o ScaleFromZeroOptions) (Sca
 	return res, r.report(err)
 }
 
-// podNodeWatch records, on one worker, when each Job's pods were first
-// seen and first seen bound, and the Node count.
-type podNodeWatch struct {
+// nodeWatch keeps, on one worker, the Node count at the start and its
+// peak.
+type nodeWatch struct {
 	nodesAtStart int
 
 	mu      sync.Mutex
 	nodes   map[string]bool
 	maxSeen int
-	// By Job name: the first pod's first sight and its binding, and its
-	// name.
-	created, bound map[string]time.Time
-	first          map[string]string
 }
 
-// watchPodsAndNodes lists the worker's Nodes, then watches them and the
-// pods of ns until ctx ends.
-func watchPodsAndNodes(ctx context.Context, cluster string, cfg *rest.Config, ns string) (*podNodeWatch, error) {
+// watchNodes lists the worker's Nodes, then watches them until ctx ends.
+func watchNodes(ctx context.Context, cluster string, cfg *rest.Config) (*nodeWatch, error) {
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("cluster %q: client: %w", cluster, err)
@@ -169,19 +166,13 @@ func watchPodsAndNodes(ctx context.Context, cluster string, cfg *rest.Config, ns
 	if err != nil {
 		return nil, fmt.Errorf("cluster %q: list Nodes: %w", cluster, err)
 	}
-	w := &podNodeWatch{nodesAtStart: len(nodes.Items), maxSeen: len(nodes.Items), nodes: map[string]bool{},
-		created: map[string]time.Time{}, bound: map[string]time.Time{}, first: map[string]string{}}
+	w := &nodeWatch{nodesAtStart: len(nodes.Items), maxSeen: len(nodes.Items), nodes: map[string]bool{}}
 	for _, n := range nodes.Items {
 		w.nodes[n.Name] = true
 	}
 	nw, err := cs.CoreV1().Nodes().Watch(ctx, metav1.ListOptions{ResourceVersion: nodes.ResourceVersion})
 	if err != nil {
 		return nil, fmt.Errorf("cluster %q: watch Nodes: %w", cluster, err)
-	}
-	pw, err := cs.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{})
-	if err != nil {
-		nw.Stop()
-		return nil, fmt.Errorf("cluster %q: watch pods in %s: %w", cluster, ns, err)
 	}
 	go func() {
 		for ev := range nw.ResultChan() {
@@ -199,41 +190,28 @@ func watchPodsAndNodes(ctx context.Context, cluster string, cfg *rest.Config, ns
 			w.mu.Unlock()
 		}
 	}()
-	go func() {
-		for ev := range pw.ResultChan() {
-			p, ok := ev.Object.(*corev1.Pod)
-			job := ""
-			if ok {
-				job = p.Labels[batchv1.JobNameLabel]
-			}
-			if job == "" {
-				continue
-			}
-			now := time.Now()
-			w.mu.Lock()
-			if _, seen := w.created[job]; !seen {
-				w.created[job], w.first[job] = now, p.Name
-			}
-			if p.Name == w.first[job] && p.Spec.NodeName != "" && w.bound[job].IsZero() {
-				w.bound[job] = now
-			}
-			w.mu.Unlock()
-		}
-	}()
 	return w, nil
 }
 
-func (w *podNodeWatch) peak() int {
+func (w *nodeWatch) peak() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.maxSeen
 }
 
-// firstPod is the first pod of Job job: when it was first seen and first
-// seen bound to a Node; seen is false when there was none.
-func (w *podNodeWatch) firstPod(job string) (created, bound time.Time, seen bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	created, seen = w.created[job]
-	return created, w.bound[job], seen
+// firstPod is the first pod the Observer recorded for Job job on worker:
+// when it was created and when bound to a Node (zero if never); seen is
+// false when there was none.
+func firstPod(obs *observe.Observer, worker string, job client.Object) (created, bound time.Time, seen bool) {
+	first := ""
+	for _, e := range obs.PodHistory(observe.KindJob, job.GetNamespace(), job.GetName()) {
+		switch {
+		case e.Cluster != worker:
+		case first == "" && e.Type == observe.Created:
+			first, created, seen = e.Name, e.Time, true
+		case e.Name == first && e.Type == observe.PodBound && bound.IsZero():
+			bound = e.Time
+		}
+	}
+	return created, bound, seen
 }
