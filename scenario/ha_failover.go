@@ -378,6 +378,9 @@ func newFailoverProbes(env *Env, c *topology.Cluster, leader string) (*failoverP
 	return p, nil
 }
 
+// probeTimeout bounds each probe request.
+const probeTimeout = 2 * time.Second
+
 // run probes every interval until ctx ends.
 func (p *failoverProbes) run(ctx context.Context, every time.Duration, record func(string, error)) {
 	t := time.NewTicker(every)
@@ -388,22 +391,33 @@ func (p *failoverProbes) run(ctx context.Context, every time.Duration, record fu
 			return
 		case <-t.C:
 		}
-		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		// Each request its own deadline: with one for all, a slow first
+		// answer left the next ones no time, and they failed for it.
+		call := func(f func(context.Context) error) error {
+			rctx, cancel := context.WithTimeout(ctx, probeTimeout)
+			defer cancel()
+			return f(rctx)
+		}
 		job := workload.NewJob("failover-probe", p.ns).Queue(p.queue).Requests("100m", "100Mi").Obj()
 		job.GenerateName, job.Name = "failover-probe-", ""
-		werr := p.c.Client.Create(rctx, job, client.DryRunAll)
+		werr := call(func(rctx context.Context) error { return p.c.Client.Create(rctx, job, client.DryRunAll) })
 		if werr == nil && !ptr.Deref(job.Spec.Suspend, false) {
 			werr = errors.New("the dry-run Job came back unsuspended: Kueue's mutating webhook was not called")
 		}
-		_, verr := p.api.VisibilityV1beta2().ClusterQueues().GetPendingWorkloadsSummary(rctx, p.cq, metav1.GetOptions{})
+		verr := call(func(rctx context.Context) error {
+			_, err := p.api.VisibilityV1beta2().ClusterQueues().GetPendingWorkloadsSummary(rctx, p.cq, metav1.GetOptions{})
+			return err
+		})
 		var derrs []error
 		for name, cs := range p.survivors {
-			_, err := cs.VisibilityV1beta2().ClusterQueues().GetPendingWorkloadsSummary(rctx, p.cq, metav1.GetOptions{})
+			err := call(func(rctx context.Context) error {
+				_, err := cs.VisibilityV1beta2().ClusterQueues().GetPendingWorkloadsSummary(rctx, p.cq, metav1.GetOptions{})
+				return err
+			})
 			if err != nil {
 				derrs = append(derrs, fmt.Errorf("replica %s: %w", name, err))
 			}
 		}
-		cancel()
 		if ctx.Err() != nil {
 			return // cut by the end of probing: not counted
 		}
