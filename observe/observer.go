@@ -179,10 +179,13 @@ func (o *Observer) observe(cluster string, kind Kind, obj any, deleted bool) {
 	if !ok {
 		return
 	}
+	var podJob objKey // a pod's job object
 	if p, isPod := co.(*corev1.Pod); isPod {
-		if _, _, owned := podOwner(p); !owned {
+		jk, jn, owned := podOwner(p)
+		if !owned {
 			return // not a pod of a job object: not recorded
 		}
+		podJob = objKey{kind: jk, namespace: p.Namespace, name: jn}
 	}
 	key := objKey{kind: kind, namespace: co.GetNamespace(), name: co.GetName()}
 	base := Event{Time: now, Cluster: cluster, Kind: kind, Namespace: key.namespace, Name: key.name, UID: co.GetUID()}
@@ -208,15 +211,10 @@ func (o *Observer) observe(cluster string, kind Kind, obj any, deleted bool) {
 	var cur *snapshot
 	switch v := obj.(type) {
 	case *corev1.Pod:
-		jk, jn, ok := podOwner(v)
-		if !ok {
-			return
+		if o.pods[podJob] == nil {
+			o.pods[podJob] = map[string]bool{}
 		}
-		owner := objKey{kind: jk, namespace: v.Namespace, name: jn}
-		if o.pods[owner] == nil {
-			o.pods[owner] = map[string]bool{}
-		}
-		o.pods[owner][v.Name] = true
+		o.pods[podJob][v.Name] = true
 		cur = podSnapshot(v)
 	case *kueue.Workload:
 		cur = workloadSnapshot(v)

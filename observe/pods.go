@@ -48,9 +48,9 @@ func podOwner(p *corev1.Pod) (kind Kind, name string, ok bool) {
 	return "", "", false
 }
 
-// slimPod is the Observer's cache transform of pods: what podOwner,
-// podSnapshot and NoOrphans read (metadata without managed fields, the
-// Node, the phase and containers' states), not the pod's spec.
+// slimPod is the Observer's cache transform of pods: what podOwner and
+// podSnapshot read (metadata without managed fields, the Node, the phase
+// and containers' states), not the pod's spec.
 func slimPod(obj any) (any, error) {
 	p, ok := obj.(*corev1.Pod)
 	if !ok {
