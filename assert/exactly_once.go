@@ -66,7 +66,7 @@ func (c *Checker) ExactlyOnceAdmitted(ctx context.Context, job client.Object) er
 	wl, jobs := c.history(t)
 	cycles, problems := placements(wl, jobs, mgr)
 	if waitErr != nil {
-		problems = append(problems, waitErr.Error())
+		problems = append(problems, c.waited(ctx, t, waitErr)...)
 	}
 	problems = append(problems, c.judgeCycles(t, cycles, wl, jobs)...)
 	if len(problems) == 0 {

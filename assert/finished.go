@@ -30,7 +30,7 @@ func (c *Checker) Finished(ctx context.Context, job client.Object) error {
 	}
 	wl, jobs := c.history(t)
 	return c.fail(ctx, &Failure{Assertion: "Finished", Object: t.String(), Expected: "the manager Workload to be Finished",
-		Problems: []string{err.Error()}, Timeline: c.timeline(wl, jobs)}, t.refs(c)...)
+		Problems: c.waited(ctx, t, err), Timeline: c.timeline(wl, jobs)}, t.refs(c)...)
 }
 
 func pollHistory(ctx context.Context, c *Checker, what string, check func() error) error {

@@ -186,35 +186,54 @@ func (c *Checker) foreignPresent(t target, cluster string) bool {
 // own Kueue suspends and unsuspends its Jobs; observe.Modified leaves it out).
 // It does not check objects other than Workloads and the job kinds the
 // Observer watches.
+//
+// A destructive write that the worker's API server refused counts too, with
+// who refused it: with the guard (connect.InstallGuard) MultiKueue's
+// deletion of a worker's own Job changes nothing, yet it was tried. Refused
+// writes are read from audit sources that keep them
+// (observe.RefusalSource; the local topology's do).
 func (c *Checker) ForeignUntouched(ctx context.Context) error {
 	mgr := c.Topo.Manager.Name
 	var found []touch
+	var attempts []attempt
 	var story []observe.Event
+	refusals := c.workerRefusals(ctx)
 	for _, kind := range append([]observe.Kind{observe.KindWorkload}, c.Obs.JobKinds()...) {
 		for _, key := range c.Obs.Objects(kind) {
 			evs, _ := c.Obs.History(kind, key.Namespace, key.Name)
 			touched := foreignTouched(evs, mgr, c.Since, c.skew())
-			if len(touched) == 0 {
+			tried := c.refusedTouches(refusals, kind, key.Namespace, key.Name, evs)
+			if len(touched) == 0 && len(tried) == 0 {
 				continue
 			}
 			found = append(found, touched...)
+			attempts = append(attempts, tried...)
 			story = append(story, dropForeign(evs, mgr)...)
 			story = append(story, onlyForeign(evs, mgr)...)
 		}
 	}
 	found = c.attributeTouches(ctx, found)
-	if len(found) == 0 {
+	if len(found) == 0 && len(attempts) == 0 {
 		return nil
 	}
 	t0 := firstTime(story) // the timeline's origin
-	problems := make([]string, len(found))
-	for i, f := range found {
-		problems[i] = f.String(t0)
+	problems := make([]string, 0, len(found)+len(attempts))
+	for _, f := range found {
+		problems = append(problems, f.String(t0))
+	}
+	if len(attempts) > 0 {
+		ids := map[[2]string]bool{}
+		for _, id := range c.multiKueueIdentities(ctx) {
+			ids[[2]string{id.Cluster, id.User}] = true
+		}
+		for _, a := range attempts {
+			problems = append(problems, a.String(t0, ids[[2]string{a.cluster, a.write.User}]))
+		}
 	}
 	return c.fail(ctx, &Failure{
 		Assertion: "ForeignUntouched",
 		Object:    "Workloads and job objects on every worker that MultiKueue did not create",
-		Expected:  "MultiKueue neither deletes nor modifies a worker's object that lacks the " + observe.LabelOrigin + " label, even when a manager object has its name",
+		Expected:  "MultiKueue neither deletes nor modifies (nor tries to) a worker's object that lacks the " + observe.LabelOrigin + " label, even when a manager object has its name",
 		Problems:  problems,
 		Timeline:  c.timeline(story),
 	})
@@ -245,6 +264,94 @@ func (f touch) String(t0 time.Time) string {
 	}
 	return fmt.Sprintf("cluster %q: %s %s/%s (UID %s, first seen at %s without the %s label) %s at %s while the manager's %s of that name %s; %s",
 		e.Cluster, e.Kind, e.Namespace, e.Name, e.UID, rel(f.firstSeen, t0), observe.LabelOrigin, what, rel(e.Time, t0), e.Kind, mgrState, actorOf(e))
+}
+
+// attempt is a write to a foreign object, while a manager object of its
+// name existed, that the worker's API server refused (the guard, RBAC, a
+// webhook): it changed nothing, so only the audit log knows it.
+type attempt struct {
+	cluster   string
+	kind      observe.Kind
+	uid       types.UID
+	firstSeen time.Time
+	write     observe.AuditWrite
+}
+
+func (a attempt) String(t0 time.Time, multiKueue bool) string {
+	w := a.write
+	who := w.User
+	if multiKueue {
+		who = "MultiKueue (" + w.User + ")"
+	}
+	return fmt.Sprintf("cluster %q: %s tried to %s %s %s/%s (UID %s, first seen at %s without the %s label) at %s while the manager's %s of that name existed; refused by %s: %s",
+		a.cluster, who, w.Verb, a.kind, w.Namespace, w.Name, a.uid, rel(a.firstSeen, t0), observe.LabelOrigin, rel(w.Received, t0), a.kind, w.RefusedBy, w.Message)
+}
+
+// workerRefusals reads each worker's refused writes (observe.Observer.Refused)
+// since Checker.Since; a worker without them is left out.
+func (c *Checker) workerRefusals(ctx context.Context) map[string][]observe.AuditWrite {
+	out := map[string][]observe.AuditWrite{}
+	for _, w := range c.Topo.Workers {
+		if ws, ok, _ := c.Obs.Refused(ctx, w.Name, c.Since); ok {
+			out[w.Name] = ws
+		}
+	}
+	return out
+}
+
+// refusedTouches finds, among the workers' refused writes, the updates,
+// patches and deletes of a foreign object of kind namespace/name made while
+// it lived and a manager object of its name existed, by someone not known to
+// be the test, a cluster's own Kueue or the local agent.
+func (c *Checker) refusedTouches(refusals map[string][]observe.AuditWrite, kind observe.Kind, namespace, name string, events []observe.Event) []attempt {
+	if len(refusals) == 0 {
+		return nil
+	}
+	mgr := c.Topo.Manager.Name
+	foreign := foreignLives(events, mgr)
+	if len(foreign) == 0 {
+		return nil
+	}
+	res, err := observe.ResourceOf(kind)
+	if err != nil {
+		return nil
+	}
+	var lives, managerLives []span
+	for _, s := range spans(events) {
+		switch {
+		case s.cluster == mgr:
+			managerLives = append(managerLives, s)
+		case foreign[objLife{s.cluster, s.uid}]:
+			lives = append(lives, s)
+		}
+	}
+	var out []attempt
+	for _, l := range lives {
+		for _, w := range refusals[l.cluster] {
+			if w.Resource != res || w.Namespace != namespace || w.Name != name || w.Subresource != "" {
+				continue
+			}
+			switch w.Verb {
+			case "update", "patch", "delete":
+			default:
+				continue
+			}
+			switch w.Role {
+			case observe.RoleTest, observe.RoleKueue, observe.RoleAgent:
+				continue
+			}
+			if w.Received.Before(l.created.Add(-c.skew())) || (!l.deleted.IsZero() && w.Received.After(l.deleted)) {
+				continue
+			}
+			for _, m := range managerLives {
+				if !w.Received.Before(m.created.Add(-c.skew())) && (m.deleted.IsZero() || !w.Received.After(m.deleted.Add(ForeignGrace))) {
+					out = append(out, attempt{cluster: l.cluster, kind: kind, uid: l.uid, firstSeen: l.created, write: w})
+					break
+				}
+			}
+		}
+	}
+	return out
 }
 
 // foreignTouched judges the history of one kind/namespace/name (every

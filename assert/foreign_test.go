@@ -34,22 +34,20 @@ func multiKueueSA() types.NamespacedName {
 	return types.NamespacedName{Namespace: env.Topo.Spec.Kueue.Namespace, Name: "multikueue-" + env.Topo.Manager.Name}
 }
 
-// liftGuard removes the local topology's default guard from w for the test,
-// so that Kueue v0.17.0's deletion of a worker's own Job can happen; it is
-// installed again when the test ends.
-func liftGuard(t *testing.T, ctx context.Context, w *topology.Cluster) {
+// withGuard installs the guard (connect.InstallGuard, off by default) on w
+// for the test: MultiKueue may then change there only what it created. It
+// is removed when the test ends.
+func withGuard(t *testing.T, ctx context.Context, w *topology.Cluster) {
 	t.Helper()
 	start := time.Now()
-	if err := connect.RemoveGuard(ctx, w, multiKueueSA()); err != nil {
+	if err := connect.InstallGuard(ctx, w, multiKueueSA(), env.Topo.Spec.Kueue.Integrations); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("cluster %q: guard lifted in %s", w.Name, time.Since(start).Round(time.Millisecond))
+	t.Logf("cluster %q: guard enforced in %s", w.Name, time.Since(start).Round(time.Millisecond))
 	t.Cleanup(func() {
-		start := time.Now()
-		if err := connect.InstallGuard(ctx, w, multiKueueSA(), env.Topo.Spec.Kueue.Integrations); err != nil {
+		if err := connect.RemoveGuard(ctx, w, multiKueueSA()); err != nil {
 			t.Error(err)
 		}
-		t.Logf("cluster %q: guard enforced again in %s", w.Name, time.Since(start).Round(time.Millisecond))
 	})
 }
 
@@ -114,8 +112,8 @@ func sameJob(ctx context.Context, w *topology.Cluster, own *batchv1.Job) error {
 // MultiKueue deletes a worker's own Job that merely has the namespace and
 // name of a manager Job. It does so when it removes the losing worker's
 // objects (deterministic here: the worker's queue is held, so it loses),
-// when the workload finishes, and sometimes before dispatch. The guard is
-// lifted on that worker for the test. The per-workload assertions, which
+// when the workload finishes, and sometimes before dispatch (no guard: the
+// default). The per-workload assertions, which
 // used to take the worker's Job for a remote copy ("remote Job default/h3
 // created at +0s while no worker was selected"), pass: it is not
 // MultiKueue's. The verdict follows the version the topology runs: before
@@ -124,7 +122,6 @@ func sameJob(ctx context.Context, w *topology.Cluster, own *batchv1.Job) error {
 func TestForeignUntouchedCatchesKueueDeletingAWorkersOwnJob(t *testing.T) {
 	ctx := context.Background()
 	w := env.Topo.Workers[0]
-	liftGuard(t, ctx, w)
 	setStopPolicy(t, ctx, w, kueue.Hold)
 	defer setStopPolicy(t, ctx, w, kueue.None)
 	c := checker(2 * time.Minute)
@@ -166,14 +163,13 @@ func TestForeignUntouchedCatchesKueueDeletingAWorkersOwnJob(t *testing.T) {
 // a worker has its own Job default/h4, and a manager Job of that name runs
 // on another worker. Kueue v0.17.0 would delete the worker's Job (see
 // above) and, with the guard, never place the workload (see
-// TestGuardKeepsAWorkersOwnJob); so the guard is lifted and a finalizer keeps
+// TestGuardKeepsAWorkersOwnJob); so there is no guard and a finalizer keeps
 // the Job there, terminating, for the rest to be judged with it present: no
 // per-workload assertion takes it for a copy. (ForeignUntouched, rightly,
 // fails here: the test above covers it.)
 func TestForeignJobOnALosingWorkerIsNotACopy(t *testing.T) {
 	ctx := context.Background()
 	loser, winner := env.Topo.Workers[0], env.Topo.Workers[1]
-	liftGuard(t, ctx, loser)
 	setStopPolicy(t, ctx, loser, kueue.Hold) // it cannot win
 	defer setStopPolicy(t, ctx, loser, kueue.None)
 	c := checker(2 * time.Minute)
@@ -195,14 +191,18 @@ func TestForeignJobOnALosingWorkerIsNotACopy(t *testing.T) {
 }
 
 // TestExactlyOnceAdmittedSaysTheWinnersJobIsNotMultiKueues puts a worker's
-// own Job default/h5 on the only worker that can win. With the guard (on by
-// default) MultiKueue cannot delete it; it then finds the name taken and
+// own Job default/h5 on the only worker that can win, guarded. Before
+// v0.19.0 MultiKueue cannot delete it; it then finds the name taken and
 // never creates its copy (kubernetes-sigs/kueue#12404): the manager's Job is
 // tied to someone else's Job. Once the manager Job is deleted, MultiKueue
-// tries to delete the worker's Job by name; the guard denies it.
+// tries to delete the worker's Job by name; the guard denies it, and
+// ForeignUntouched names the attempt and the guard. From v0.19.0 the
+// workload is never placed while the Job is there, and the failure says the
+// worker holds its own Job.
 func TestExactlyOnceAdmittedSaysTheWinnersJobIsNotMultiKueues(t *testing.T) {
 	ctx := context.Background()
 	held, winner := env.Topo.Workers[0], env.Topo.Workers[1]
+	withGuard(t, ctx, winner)
 	setStopPolicy(t, ctx, held, kueue.Hold)
 	defer setStopPolicy(t, ctx, held, kueue.None)
 	c := checker(time.Minute)
@@ -221,7 +221,8 @@ func TestExactlyOnceAdmittedSaysTheWinnersJobIsNotMultiKueues(t *testing.T) {
 		// touch the worker's Job, before or after the manager's goes.
 		wlName = workloadOf(t, ctx, job)
 		err := c.ExactlyOnceAdmitted(ctx, job)
-		mustFail(t, err, "ExactlyOnceAdmitted failed", wlName)
+		mustFail(t, err, "ExactlyOnceAdmitted failed", wlName,
+			`what holds it: cluster "`+winner.Name+`" holds its own Job default/h5 (UID `+string(own.UID), "not MultiKueue's (no "+observe.LabelOrigin+" label)")
 		remove(t, ctx, job)
 		if err := sameJob(ctx, winner, own); err != nil {
 			t.Error(err)
@@ -246,23 +247,24 @@ func TestExactlyOnceAdmittedSaysTheWinnersJobIsNotMultiKueues(t *testing.T) {
 	if err := sameJob(ctx, winner, own); err != nil {
 		t.Error(err)
 	}
-	if err := c.ForeignUntouched(ctx); err != nil {
-		t.Errorf("with the guard on: %v", err)
-	}
+	mustFail(t, c.ForeignUntouched(ctx), "ForeignUntouched failed", `cluster "`+winner.Name+`": MultiKueue (`+serviceAccountUser()+`) tried to delete Job default/h5 (UID `+string(own.UID),
+		"refused by ValidatingAdmissionPolicy "+connect.GuardName(multiKueueSA()), "testkit guard:")
 }
 
 // TestGuardKeepsAWorkersOwnJob is the reproduction of
 // TestForeignUntouchedCatchesKueueDeletingAWorkersOwnJob with the guard on
-// (the local topology's default) and the worker that holds its own Job
-// default/h6 unable to win: the deletion is denied and the Job stays, so
-// ForeignUntouched passes. The price, with Kueue v0.17.0: MultiKueue stops
-// at the denied deletion each time it would remove the losing worker's
-// objects, so the workload is admitted on the other worker but never placed
-// while the Job is there. That is Kueue before v0.19.0; from v0.19.0 (the
-// fix, #11877) there is no deletion to deny and the workload is placed.
+// (opt-in) and the worker that holds its own Job default/h6 unable to win:
+// the deletion is denied and the Job stays. The price, with Kueue v0.17:
+// MultiKueue stops at the denied deletion each time it would remove the
+// losing worker's objects, so the workload is admitted on the other worker
+// but never placed while the Job is there; the time-out names the worker's
+// own Job and the denied DELETE, and ForeignUntouched names the attempt.
+// That is Kueue before v0.19.0; from v0.19.0 (the fix, #11877) there is no
+// deletion to deny and the workload is placed.
 func TestGuardKeepsAWorkersOwnJob(t *testing.T) {
 	ctx := context.Background()
 	loser := env.Topo.Workers[0]
+	withGuard(t, ctx, loser)
 	setStopPolicy(t, ctx, loser, kueue.Hold)
 	defer setStopPolicy(t, ctx, loser, kueue.None)
 	c := checker(15 * time.Second)
@@ -290,13 +292,15 @@ func TestGuardKeepsAWorkersOwnJob(t *testing.T) {
 	}
 	guardDenied(t, ctx, loser, "h6", c.Since)
 	err := c.ExactlyOnceAdmitted(ctx, job)
-	mustFail(t, err, "ExactlyOnceAdmitted failed", wlName, "has no status.clusterName yet")
+	mustFail(t, err, "ExactlyOnceAdmitted failed", wlName, "has no status.clusterName yet",
+		`what holds it: cluster "`+loser.Name+`" holds its own Job default/h6 (UID `+string(own.UID),
+		`what holds it: cluster "`+loser.Name+`" refused`, "delete jobs.batch default/h6 by "+serviceAccountUser(),
+		"refused by ValidatingAdmissionPolicy "+connect.GuardName(multiKueueSA()))
 	if err := sameJob(ctx, loser, own); err != nil {
 		t.Error(err)
 	}
-	if err := c.ForeignUntouched(ctx); err != nil {
-		t.Errorf("with the guard on: %v", err)
-	}
+	mustFail(t, c.ForeignUntouched(ctx), "ForeignUntouched failed", `cluster "`+loser.Name+`": MultiKueue (`+serviceAccountUser()+`) tried to delete Job default/h6`,
+		"refused by ValidatingAdmissionPolicy "+connect.GuardName(multiKueueSA()))
 }
 
 // removeRemoteWorkloads deletes the workers' copies of Workload default/name,

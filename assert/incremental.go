@@ -96,7 +96,7 @@ func (c *Checker) DispatchedIncrementally(ctx context.Context, job client.Object
 	mgr := c.Topo.Manager.Name
 	_, problems := cyclesOf(wl, mgr)
 	if waitErr != nil {
-		problems = append(problems, waitErr.Error())
+		problems = append(problems, c.waited(ctx, t, waitErr)...)
 	}
 	t0 := firstTime(wl)
 	rule := incrementalRuleOf(c.Topo.Facts)

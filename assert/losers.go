@@ -87,7 +87,7 @@ func (c *Checker) LosersCleaned(ctx context.Context, job client.Object) error {
 		}
 	}
 	if waitErr != nil && len(problems) == 0 {
-		problems = append(problems, waitErr.Error())
+		problems = append(problems, c.waited(ctx, t, waitErr)...)
 	}
 	if len(problems) == 0 {
 		return nil

@@ -41,7 +41,7 @@ func (c *Checker) NominationCleared(ctx context.Context, job client.Object) erro
 		cycles, _ = placements(wl, jobs, mgr) // the placement the manager never recorded
 	}
 	if waitErr != nil {
-		problems = append(problems, waitErr.Error())
+		problems = append(problems, c.waited(ctx, t, waitErr)...)
 	}
 	t0 := firstTime(wl)
 	var nominated []string

@@ -55,7 +55,7 @@ func (c *Checker) PlacementRecorded(ctx context.Context, job client.Object) erro
 		case ended:
 			problems = append(problems, fmt.Sprintf("cluster %q: %s ended without a status.clusterName, and no worker got a remote %s or admitted a copy", mgr, t, t.jobKind))
 		case waitErr != nil:
-			problems = append(problems, waitErr.Error())
+			problems = append(problems, c.waited(ctx, t, waitErr)...)
 		}
 	}
 	if len(problems) == 0 {

@@ -93,7 +93,7 @@ func (c *Checker) StatusSynced(ctx context.Context, job client.Object) error {
 		}
 	}
 	if waitErr != nil && len(problems) == 0 {
-		problems = append(problems, waitErr.Error())
+		problems = append(problems, c.waited(ctx, t, waitErr)...)
 	}
 	if len(problems) == 0 {
 		return nil

@@ -171,13 +171,19 @@ func jobObserved(t *testing.T, ctx context.Context, cluster string, job *batchv1
 // until the policy is enforced.
 func denyUpdates(t *testing.T, ctx context.Context, cl *topology.Cluster, name string, rule admissionregistrationv1.Rule, match, validation, message string) (lift func()) {
 	t.Helper()
+	return denyWrites(t, ctx, cl, name, []admissionregistrationv1.OperationType{admissionregistrationv1.Update}, rule, match, validation, message)
+}
+
+// denyWrites is denyUpdates for the operations ops.
+func denyWrites(t *testing.T, ctx context.Context, cl *topology.Cluster, name string, ops []admissionregistrationv1.OperationType, rule admissionregistrationv1.Rule, match, validation, message string) (lift func()) {
+	t.Helper()
 	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
 			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
 			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
 				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
+					Operations: ops,
 					Rule:       rule,
 				},
 			}}},
@@ -771,7 +777,10 @@ func TestFinishedTimesOutWithTheStory(t *testing.T) {
 	ctx := context.Background()
 	job := workload.NewJob("slow", "default").Queue("user-queue").Requests("1", "1Gi").RunFor(time.Hour).Obj()
 	submit(t, ctx, job)
-	mustFail(t, checker(5*time.Second).Finished(ctx, job), "Finished failed", "slow", "is not Finished", "timeline")
+	// Nothing holds it back (it runs for an hour): the failure must not
+	// invent a cause.
+	mustFail(t, checker(5*time.Second).Finished(ctx, job), "Finished failed", "slow", "is not Finished", "timeline",
+		"what holds it: nothing in the recorded history or the audit logs says")
 	if err := env.Topo.Manager.Client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
 		t.Fatal(err)
 	}

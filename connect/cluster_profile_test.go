@@ -213,18 +213,49 @@ func TestClusterProfileConnectBadInput(t *testing.T) {
 }
 
 func TestFromEnv(t *testing.T) {
+	env := func(connector, guard string) func(string) string {
+		return func(k string) string {
+			switch k {
+			case connect.EnvConnector:
+				return connector
+			case connect.EnvGuard:
+				return guard
+			}
+			return ""
+		}
+	}
 	for v, want := range map[string]string{
 		"": "kubeconfig-secret", "kubeconfig": "kubeconfig-secret", "kubeconfig-secret": "kubeconfig-secret",
 		"clusterprofile": "cluster-profile", "cluster-profile": "cluster-profile",
 	} {
-		c, err := connect.FromEnv(func(string) string { return v })
+		c, err := connect.FromEnv(env(v, ""))
 		if err != nil || c.Name() != want {
 			t.Errorf("%s=%q: got %v, %v; want %s", connect.EnvConnector, v, c, err, want)
 		}
 	}
-	_, err := connect.FromEnv(func(string) string { return "kind" })
+	// The guard is opt-in.
+	for guard, want := range map[string]bool{"": false, "0": false, "false": false, "1": true, "true": true} {
+		for _, conn := range []string{"", "clusterprofile"} {
+			c, err := connect.FromEnv(env(conn, guard))
+			var got bool
+			switch c := c.(type) {
+			case connect.KubeconfigSecret:
+				got = c.Guard
+			case connect.ClusterProfile:
+				got = c.Guard
+			}
+			if err != nil || got != want {
+				t.Errorf("%s=%q %s=%q: got %#v, %v; want Guard %v", connect.EnvConnector, conn, connect.EnvGuard, guard, c, err, want)
+			}
+		}
+	}
+	_, err := connect.FromEnv(env("kind", ""))
 	if err == nil || !strings.Contains(err.Error(), connect.EnvConnector) || !strings.Contains(err.Error(), `"kind"`) {
 		t.Errorf("want an error naming %s and the value, got %v", connect.EnvConnector, err)
+	}
+	_, err = connect.FromEnv(env("", "yes"))
+	if err == nil || !strings.Contains(err.Error(), connect.EnvGuard) || !strings.Contains(err.Error(), `"yes"`) {
+		t.Errorf("want an error naming %s and the value, got %v", connect.EnvGuard, err)
 	}
 }
 

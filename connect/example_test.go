@@ -7,11 +7,16 @@ import (
 )
 
 // The default connector comes from $MKTK_CONNECTOR (here a function stands
-// for the environment), with the guard on; a wrong value is an error naming
-// the variable.
+// for the environment), the guard from $MKTK_GUARD (off unless set); a wrong
+// value is an error naming the variable.
 func ExampleFromEnv() {
 	for _, v := range []string{"", "clusterprofile", "ssh"} {
-		c, err := connect.FromEnv(func(string) string { return v })
+		c, err := connect.FromEnv(func(k string) string {
+			if k == connect.EnvConnector {
+				return v
+			}
+			return ""
+		})
 		if err != nil {
 			fmt.Println("error:", err != nil)
 			continue

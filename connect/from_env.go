@@ -21,19 +21,32 @@ const (
 	ConnectorClusterProfile = "clusterprofile"
 )
 
+// EnvGuard is the environment variable that turns the guard on for the
+// connector FromEnv returns: "1" or "true" on, unset, "0" or "false" off.
+// The guard is protection for clusters that hold other people's objects; a
+// test of what MultiKueue does runs without it (the default everywhere).
+const EnvGuard = "MKTK_GUARD"
+
 // FromEnv returns the default connector named by $MKTK_CONNECTOR, read with
-// getenv, with the guard on (see ByName): unset, "kubeconfig" or
-// "kubeconfig-secret" give KubeconfigSecret{Guard: true}; "clusterprofile" or
-// "cluster-profile" give ClusterProfile{Guard: true}. Anything else is an
-// error naming the variable.
+// getenv: unset, "kubeconfig" or "kubeconfig-secret" give KubeconfigSecret;
+// "clusterprofile" or "cluster-profile" give ClusterProfile; the guard is on
+// when $MKTK_GUARD says so (EnvGuard). Anything else is an error naming the
+// variable.
 func FromEnv(getenv func(string) string) (topology.Connector, error) {
-	return ByName(getenv(EnvConnector), true)
+	var guard bool
+	switch v := getenv(EnvGuard); v {
+	case "", "0", "false":
+	case "1", "true":
+		guard = true
+	default:
+		return nil, fmt.Errorf("%s=%q: want 1, true, 0 or false", EnvGuard, v)
+	}
+	return ByName(getenv(EnvConnector), guard)
 }
 
 // ByName returns the connector with the given name ("" means the kubeconfig
-// Secret), with or without the guard. Providers of clusters the user owns
-// (topology/existing) default to no guard: it installs a
-// ValidatingAdmissionPolicy on every worker.
+// Secret), with or without the guard (it installs a
+// ValidatingAdmissionPolicy on every worker).
 func ByName(name string, guard bool) (topology.Connector, error) {
 	switch name {
 	case "", ConnectorKubeconfig, KubeconfigSecret{}.Name():

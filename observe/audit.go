@@ -102,6 +102,19 @@ type AuditWrite struct {
 	// Role is what the source knows User to be (a provider knows its own
 	// identities); empty when it does not.
 	Role Role
+	// RefusedBy and Message are set on a refused write (RefusalSource):
+	// what refused it (RBAC, a ValidatingAdmissionPolicy or an admission
+	// webhook by name, or the API server) and the API server's answer.
+	RefusedBy, Message string
+}
+
+// RefusalSource is implemented by an AuditSource that also keeps the writes
+// the API server refused (403 Forbidden, 422 Invalid): they change nothing,
+// so no watch shows them, yet they are often why a workload is stuck.
+type RefusalSource interface {
+	// Refused returns the refused writes whose request was received at or
+	// after since, in the order the API server answered them.
+	Refused(ctx context.Context, since time.Time) ([]AuditWrite, error)
 }
 
 // AuditSource gives one cluster's audited writes.
@@ -142,6 +155,18 @@ func auditSources(topo *topology.Topology) map[string]AuditSource {
 	return out
 }
 
+// Refused returns the writes cluster's API server refused since (see
+// RefusalSource); readable is false when the cluster has no audit source or
+// its source does not keep refusals, so that "none" and "not seen" differ.
+func (o *Observer) Refused(ctx context.Context, cluster string, since time.Time) (writes []AuditWrite, readable bool, err error) {
+	rs, ok := o.audit[cluster].(RefusalSource)
+	if !ok {
+		return nil, false, nil
+	}
+	writes, err = rs.Refused(ctx, since)
+	return writes, err == nil, err
+}
+
 // HasAudit reports whether any observed cluster has an audit source.
 func (o *Observer) HasAudit() bool { return len(o.audit) > 0 }
 
@@ -165,6 +190,20 @@ func AuditedResources(integrations []string) ([]schema.GroupResource, error) {
 
 // kindResources maps every kind the Observer can record to its API
 // resource, through the topology's scheme.
+// ResourceOf is the API resource of kind (what audit records name), for the
+// kinds the Observer records.
+func ResourceOf(kind Kind) (schema.GroupResource, error) {
+	res, err := kindResources()
+	if err != nil {
+		return schema.GroupResource{}, err
+	}
+	gr, ok := res[kind]
+	if !ok {
+		return schema.GroupResource{}, fmt.Errorf("observe: kind %s is not recorded", kind)
+	}
+	return gr, nil
+}
+
 func kindResources() (map[Kind]schema.GroupResource, error) {
 	scheme, err := topology.NewScheme()
 	if err != nil {

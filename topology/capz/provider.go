@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -46,7 +47,11 @@ func New(ctx context.Context, o Options, opts topology.Options) (*topology.Topol
 	}
 	opts.ManagerName, opts.WorkerNames, opts.Workers = mgr, workers, len(workers)
 	if opts.Connector == nil {
-		opts.Connector = connect.KubeconfigSecret{}
+		c, err := connect.FromEnv(os.Getenv)
+		if err != nil {
+			return nil, fmt.Errorf("capz: %w", err)
+		}
+		opts.Connector = c
 	}
 	p.progress = newLineWriter(opts.Progress)
 	return topology.New(ctx, p, opts)

@@ -138,7 +138,7 @@ func New(ctx context.Context, o Options, opts topology.Options) (*topology.Topol
 		return topology.Adopt(ctx, p, opts, topology.AdoptOptions{AdmissionCheck: o.AdmissionCheck})
 	default:
 		if opts.Connector == nil {
-			c, err := connect.ByName(os.Getenv(connect.EnvConnector), false)
+			c, err := connect.FromEnv(os.Getenv)
 			if err != nil {
 				return nil, fmt.Errorf("existing: %w", err)
 			}

@@ -37,8 +37,9 @@
 //  4. Kueue with topology/install on every cluster, the configuration the
 //     local topology runs (topology.Spec.KueueConfiguration plus the
 //     connector's needs); then a dry-run write waits for Kueue's webhooks.
-//  5. MultiKueue objects with the connector (default connect.KubeconfigSecret
-//     with its guard, as on the local topology), facts from the manager.
+//  5. MultiKueue objects with the connector (default connect.FromEnv, as on
+//     the local topology: no guard unless $MKTK_GUARD=1), facts from the
+//     manager.
 //
 // Close deletes the clusters the provider created (also after a failed
 // Provision) unless Options.Keep, never the reused ones, and removes the
@@ -53,6 +54,8 @@ package kind
 
 import (
 	"context"
+	"fmt"
+	"os"
 
 	"github.com/multikueue-testkit/testkit/connect"
 	"github.com/multikueue-testkit/testkit/topology"
@@ -81,7 +84,9 @@ func New(ctx context.Context, opts topology.Options, o Options) (*topology.Topol
 		return nil, err
 	}
 	if opts.Connector == nil {
-		opts.Connector = connect.KubeconfigSecret{Guard: true}
+		if opts.Connector, err = connect.FromEnv(os.Getenv); err != nil {
+			return nil, fmt.Errorf("kind: %w", err)
+		}
 	}
 	return topology.New(ctx, p, opts)
 }

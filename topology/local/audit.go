@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -133,9 +135,13 @@ type auditLog struct {
 	offset  int64
 	partial []byte // a line not yet terminated
 	writes  []observe.AuditWrite
+	refused []observe.AuditWrite
 }
 
-var _ observe.AuditSource = (*auditLog)(nil)
+var (
+	_ observe.AuditSource   = (*auditLog)(nil)
+	_ observe.RefusalSource = (*auditLog)(nil)
+)
 
 // Writes implements observe.AuditSource: it reads what the API server
 // appended since the last call.
@@ -145,13 +151,29 @@ func (a *auditLog) Writes(_ context.Context, since time.Time) ([]observe.AuditWr
 	if err := a.readNew(); err != nil {
 		return nil, err
 	}
+	return receivedSince(a.writes, since), nil
+}
+
+// Refused implements observe.RefusalSource: the writes the API server
+// answered 403 or 422.
+func (a *auditLog) Refused(_ context.Context, since time.Time) ([]observe.AuditWrite, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if err := a.readNew(); err != nil {
+		return nil, err
+	}
+	return receivedSince(a.refused, since), nil
+}
+
+// receivedSince is the writes received at or after since.
+func receivedSince(writes []observe.AuditWrite, since time.Time) []observe.AuditWrite {
 	var out []observe.AuditWrite
-	for _, w := range a.writes {
+	for _, w := range writes {
 		if !w.Received.Before(since) {
 			out = append(out, w)
 		}
 	}
-	return out, nil
+	return out
 }
 
 func (a *auditLog) readNew() error {
@@ -186,7 +208,11 @@ func (a *auditLog) readNew() error {
 	}
 	a.partial = bytes.Clone(buf[end+1:])
 	for line := range bytes.SplitSeq(buf[:end], []byte{'\n'}) {
-		if w, ok := parseAuditLine(line); ok {
+		switch w, ok := parseAuditLine(line); {
+		case !ok:
+		case w.RefusedBy != "":
+			a.refused = append(a.refused, w)
+		default:
 			a.writes = append(a.writes, w)
 		}
 	}
@@ -194,23 +220,54 @@ func (a *auditLog) readNew() error {
 }
 
 // parseAuditLine turns one audit event into a write; false for anything but
-// a completed, successful request on an object.
+// a completed request on an object that succeeded or was refused (403, 422;
+// RefusedBy set).
 func parseAuditLine(line []byte) (observe.AuditWrite, bool) {
 	var ev auditv1.Event
 	if len(bytes.TrimSpace(line)) == 0 || json.Unmarshal(line, &ev) != nil {
 		return observe.AuditWrite{}, false
 	}
 	ref := ev.ObjectRef
-	if ev.Stage != auditv1.StageResponseComplete || ref == nil || ev.ResponseStatus == nil ||
-		ev.ResponseStatus.Code < 200 || ev.ResponseStatus.Code > 299 {
+	if ev.Stage != auditv1.StageResponseComplete || ref == nil || ev.ResponseStatus == nil {
 		return observe.AuditWrite{}, false
 	}
-	return observe.AuditWrite{
+	code := ev.ResponseStatus.Code
+	refused := code == http.StatusForbidden || code == http.StatusUnprocessableEntity
+	if !refused && (code < 200 || code > 299) {
+		return observe.AuditWrite{}, false
+	}
+	w := observe.AuditWrite{
 		Received: ev.RequestReceivedTimestamp.Time, Completed: ev.StageTimestamp.Time,
 		Verb: ev.Verb, Resource: schema.GroupResource{Group: ref.APIGroup, Resource: ref.Resource}, Subresource: ref.Subresource,
-		Namespace: ref.Namespace, Name: ref.Name, UID: ref.UID, Code: ev.ResponseStatus.Code,
+		Namespace: ref.Namespace, Name: ref.Name, UID: ref.UID, Code: code,
 		User: ev.User.Username, UserAgent: ev.UserAgent, Role: roleOf(ev.User.Username),
-	}, true
+	}
+	if refused {
+		w.Message = ev.ResponseStatus.Message
+		w.RefusedBy = refuser(ev.Annotations, w.Message, code)
+	}
+	return w, true
+}
+
+// refuser names what refused a write, from the audit annotations and the
+// API server's message.
+func refuser(annotations map[string]string, message string, code int32) string {
+	if annotations["authorization.k8s.io/decision"] == "forbid" {
+		return "RBAC"
+	}
+	// "ValidatingAdmissionPolicy 'name' with binding 'b' denied request: ..."
+	if _, rest, ok := strings.Cut(message, "ValidatingAdmissionPolicy '"); ok {
+		if name, _, ok := strings.Cut(rest, "'"); ok {
+			return "ValidatingAdmissionPolicy " + name
+		}
+	}
+	// `admission webhook "name" denied the request: ...`
+	if _, rest, ok := strings.Cut(message, `admission webhook "`); ok {
+		if name, _, ok := strings.Cut(rest, `"`); ok {
+			return "admission webhook " + name
+		}
+	}
+	return fmt.Sprintf("the API server (%d)", code)
 }
 
 // AuditSource implements observe.AuditProvider: the audit log of the named

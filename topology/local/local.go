@@ -216,9 +216,9 @@ func apiServerEnv(workers int, own []string) []string {
 const startTimeout = 2 * time.Minute
 
 // New starts a local topology: it provisions the clusters, connects the
-// workers (by default with connect.KubeconfigSecret{Guard: true}: MultiKueue
-// may change on a worker only what it created; $MKTK_CONNECTOR=clusterprofile
-// picks connect.ClusterProfile{Guard: true} instead, see connect.FromEnv),
+// workers (by default with connect.KubeconfigSecret, no guard;
+// $MKTK_CONNECTOR=clusterprofile picks connect.ClusterProfile instead and
+// $MKTK_GUARD=1 adds the guard, see connect.FromEnv),
 // creates the MultiKueue objects and waits until they are Active. Close the
 // topology when done; topo.CloseWith(t) does it from t.Cleanup.
 func New(ctx context.Context, opts topology.Options, lopts Options) (*topology.Topology, error) {
