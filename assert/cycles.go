@@ -168,7 +168,13 @@ func hasEvent(events []observe.Event, cluster string, t observe.Type) bool {
 	return false
 }
 
-func rel(t, t0 time.Time) string { return "+" + t.Sub(t0).Round(time.Millisecond).String() }
+func rel(t, t0 time.Time) string {
+	d := t.Sub(t0).Round(time.Millisecond)
+	if d < 0 {
+		return d.String()
+	}
+	return "+" + d.String()
+}
 
 func firstTime(events ...[]observe.Event) time.Time {
 	var t0 time.Time

@@ -269,12 +269,16 @@ func (f touch) String(t0 time.Time) string {
 // attempt is a write to a foreign object, while a manager object of its
 // name existed, that the worker's API server refused (the guard, RBAC, a
 // webhook): it changed nothing, so only the audit log knows it.
+// Repeated refusals of the same write (Kueue retries with back-off) are
+// one attempt: times counts them, last is the latest.
 type attempt struct {
 	cluster   string
 	kind      observe.Kind
 	uid       types.UID
 	firstSeen time.Time
 	write     observe.AuditWrite
+	times     int
+	last      time.Time
 }
 
 func (a attempt) String(t0 time.Time, multiKueue bool) string {
@@ -283,8 +287,12 @@ func (a attempt) String(t0 time.Time, multiKueue bool) string {
 	if multiKueue {
 		who = "MultiKueue (" + w.User + ")"
 	}
-	return fmt.Sprintf("cluster %q: %s tried to %s %s %s/%s (UID %s, first seen at %s without the %s label) at %s while the manager's %s of that name existed; refused by %s: %s",
-		a.cluster, who, w.Verb, a.kind, w.Namespace, w.Name, a.uid, rel(a.firstSeen, t0), observe.LabelOrigin, rel(w.Received, t0), a.kind, w.RefusedBy, w.Message)
+	when := "at " + rel(w.Received, t0)
+	if a.times > 1 {
+		when = fmt.Sprintf("%d times, from %s to %s,", a.times, rel(w.Received, t0), rel(a.last, t0))
+	}
+	return fmt.Sprintf("cluster %q: %s tried to %s %s %s/%s (UID %s, first seen at %s without the %s label) %s while the manager's %s of that name existed; refused by %s: %s",
+		a.cluster, who, w.Verb, a.kind, w.Namespace, w.Name, a.uid, rel(a.firstSeen, t0), observe.LabelOrigin, when, a.kind, w.RefusedBy, w.Message)
 }
 
 // workerRefusals reads each worker's refused writes (observe.Observer.Refused)
@@ -345,13 +353,26 @@ func (c *Checker) refusedTouches(refusals map[string][]observe.AuditWrite, kind 
 			}
 			for _, m := range managerLives {
 				if !w.Received.Before(m.created.Add(-c.skew())) && (m.deleted.IsZero() || !w.Received.After(m.deleted.Add(ForeignGrace))) {
-					out = append(out, attempt{cluster: l.cluster, kind: kind, uid: l.uid, firstSeen: l.created, write: w})
+					out = addAttempt(out, attempt{cluster: l.cluster, kind: kind, uid: l.uid, firstSeen: l.created, write: w, times: 1, last: w.Received})
 					break
 				}
 			}
 		}
 	}
 	return out
+}
+
+// addAttempt adds a to out, folding it into an earlier attempt of the same
+// write refused the same way.
+func addAttempt(out []attempt, a attempt) []attempt {
+	for i, b := range out {
+		if b.cluster == a.cluster && b.uid == a.uid && b.write.Verb == a.write.Verb && b.write.User == a.write.User && b.write.RefusedBy == a.write.RefusedBy {
+			out[i].times++
+			out[i].last = a.write.Received
+			return out
+		}
+	}
+	return append(out, a)
 }
 
 // foreignTouched judges the history of one kind/namespace/name (every
