@@ -146,23 +146,24 @@ var (
 // Writes implements observe.AuditSource: it reads what the API server
 // appended since the last call.
 func (a *auditLog) Writes(_ context.Context, since time.Time) ([]observe.AuditWrite, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if err := a.readNew(); err != nil {
-		return nil, err
-	}
-	return receivedSince(a.writes, since), nil
+	return a.read(func() []observe.AuditWrite { return a.writes }, since)
 }
 
 // Refused implements observe.RefusalSource: the writes the API server
 // answered 403 or 422.
 func (a *auditLog) Refused(_ context.Context, since time.Time) ([]observe.AuditWrite, error) {
+	return a.read(func() []observe.AuditWrite { return a.refused }, since)
+}
+
+// read reads what the API server appended, then returns the writes of
+// list received at or after since.
+func (a *auditLog) read(list func() []observe.AuditWrite, since time.Time) ([]observe.AuditWrite, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if err := a.readNew(); err != nil {
 		return nil, err
 	}
-	return receivedSince(a.refused, since), nil
+	return receivedSince(list(), since), nil
 }
 
 // receivedSince is the writes received at or after since.
