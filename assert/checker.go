@@ -144,3 +144,13 @@ func sortEvents(ev []observe.Event) {
 func redactText(s string) string { return redact.String(s) }
 
 func (c *Checker) skew() time.Duration { return DefaultSkew }
+
+// assumed is "" for a fact of Kueue's configuration that was read from the
+// cluster or given, else " (<fact> unknown: why, and what was assumed)", to
+// end a message whose verdict depends on it.
+func (c *Checker) assumed(fact string) string {
+	if why, ok := c.Topo.Facts.Assumed[fact]; ok {
+		return " (" + fact + " unknown: " + why + ")"
+	}
+	return ""
+}

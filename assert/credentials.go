@@ -33,6 +33,7 @@ import (
 
 	"github.com/multikueue-testkit/testkit/connect"
 	"github.com/multikueue-testkit/testkit/observe"
+	"github.com/multikueue-testkit/testkit/topology"
 )
 
 // CredentialCheck is what checking the credentials MultiKueue uses for one
@@ -203,7 +204,7 @@ func (c *Checker) checkCredentials(ctx context.Context, name string, perms bool)
 		}
 	}
 	if len(refused) > 0 {
-		cc.Problems = append(cc.Problems, fmt.Sprintf("%s, user %s, may not (cluster-wide): %s", who, cc.User, strings.Join(refused, ", ")))
+		cc.Problems = append(cc.Problems, fmt.Sprintf("%s, user %s, may not (cluster-wide): %s%s", who, cc.User, strings.Join(refused, ", "), c.assumed(topology.FactIntegrations)))
 	}
 	return cc
 }

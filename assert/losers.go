@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/multikueue-testkit/testkit/observe"
+	"github.com/multikueue-testkit/testkit/topology"
 )
 
 // GateWaitForWorkloadAdmitted is the Kueue feature gate that decides when
@@ -21,6 +22,18 @@ func (c *Checker) waitForAdmitted() bool {
 		return v
 	}
 	return true
+}
+
+// waitForAdmittedSaid writes the gate and the value judged by, marked
+// unknown when the cluster's gates were not read and the gate not given.
+func (c *Checker) waitForAdmittedSaid() string {
+	s := fmt.Sprintf("%s=%t", GateWaitForWorkloadAdmitted, c.waitForAdmitted())
+	if _, given := c.Topo.Spec.Kueue.FeatureGates[GateWaitForWorkloadAdmitted]; !given {
+		if why, ok := c.Topo.Facts.Assumed[topology.FactFeatureGates]; ok {
+			s += " (unknown: " + why + ")"
+		}
+	}
+	return s
 }
 
 // LosersCleaned checks that in each admission cycle the copies of the
@@ -74,8 +87,8 @@ func (c *Checker) LosersCleaned(ctx context.Context, job client.Object) error {
 				if !winnerMark.IsZero() {
 					when += " at " + rel(winnerMark, t0)
 				}
-				problems = append(problems, fmt.Sprintf("cluster %q: cycle %d: its copy was deleted at %s, %s (%s=%t)",
-					e.Cluster, i+1, rel(e.Time, t0), when, GateWaitForWorkloadAdmitted, c.waitForAdmitted()))
+				problems = append(problems, fmt.Sprintf("cluster %q: cycle %d: its copy was deleted at %s, %s (%s)",
+					e.Cluster, i+1, rel(e.Time, t0), when, c.waitForAdmittedSaid()))
 			}
 		}
 		for _, x := range c.keptLosers(wl, cy) {
@@ -95,7 +108,7 @@ func (c *Checker) LosersCleaned(ctx context.Context, job client.Object) error {
 	return c.fail(ctx, &Failure{
 		Assertion: "LosersCleaned",
 		Object:    t.String(),
-		Expected:  fmt.Sprintf("every non-selected worker's copy deleted, none before the winner's copy was %s", markName),
+		Expected:  fmt.Sprintf("every non-selected worker's copy deleted, none before the winner's copy was %s (%s)", markName, c.waitForAdmittedSaid()),
 		Problems:  problems,
 		Timeline:  c.timeline(wl, jobs),
 	}, t.refs(c)...)

@@ -94,8 +94,8 @@ func (c *Checker) NominationCleared(ctx context.Context, job client.Object) erro
 			slices.Sort(got)
 			want := c.activeWorkersAt(first.at)
 			if !slices.Equal(got, want) {
-				problems = append(problems, fmt.Sprintf("cluster %q: cycle %d: AllAtOnce nominated [%s] at %s, want every Active worker [%s]",
-					mgr, i+1, strings.Join(got, ","), rel(first.at, t0), strings.Join(want, ",")))
+				problems = append(problems, fmt.Sprintf("cluster %q: cycle %d: AllAtOnce nominated [%s] at %s, want every Active worker [%s]%s",
+					mgr, i+1, strings.Join(got, ","), rel(first.at, t0), strings.Join(want, ","), c.assumed(topology.FactDispatcher)))
 			}
 		}
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/multikueue-testkit/testkit/internal/poll"
 	"github.com/multikueue-testkit/testkit/observe"
+	"github.com/multikueue-testkit/testkit/topology"
 )
 
 // NoOrphansSettle is how long NoOrphans waits for ordinary cleanup when
@@ -70,8 +71,9 @@ func (c *Checker) NoOrphans(ctx context.Context) error {
 	return c.fail(ctx, &Failure{
 		Assertion: "NoOrphans",
 		Object:    "remote copies on every worker",
-		Expected:  fmt.Sprintf("no remote Workload or Job without a live manager counterpart after %s (gcInterval %s)", grace, c.Topo.Spec.GCInterval),
-		Problems:  orphans,
+		Expected: fmt.Sprintf("no remote Workload or Job without a live manager counterpart after %s (%s; remote copies are those labelled %s)", grace,
+			c.Topo.Facts.Say(topology.FactGCInterval, c.Topo.Spec.GCInterval), c.Topo.Facts.Say(topology.FactOrigin, observe.LabelOrigin+"="+c.Topo.Spec.Kueue.Origin)),
+		Problems: orphans,
 	})
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/multikueue-testkit/testkit/assert"
 	"github.com/multikueue-testkit/testkit/internal/poll"
 	"github.com/multikueue-testkit/testkit/observe"
+	"github.com/multikueue-testkit/testkit/topology"
 	"github.com/multikueue-testkit/testkit/workload"
 )
 
@@ -90,7 +91,7 @@ func checkKinds(env *Env, field string, kinds []observe.Kind) ([]observe.Kind, e
 			return nil, fmt.Errorf("scenario: %s[%d]: %q has no builder (buildable: %v)", field, i, k, buildableKinds())
 		}
 		if !slices.Contains(enabled, k) {
-			return nil, fmt.Errorf("scenario: %s[%d]: %q is not enabled by the topology's Kueue integrations %v", field, i, k, env.Topo.Spec.Kueue.Integrations)
+			return nil, fmt.Errorf("scenario: %s[%d]: %q is not enabled by the topology's Kueue %s", field, i, k, env.Topo.Facts.Say(topology.FactIntegrations, env.Topo.Spec.Kueue.Integrations))
 		}
 	}
 	return kinds, nil

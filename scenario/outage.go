@@ -134,7 +134,7 @@ func WorkerOutage(ctx context.Context, env *Env, o OutageOptions) (OutageResult,
 	}
 	wlt := env.Topo.Spec.WorkerLostTimeout
 	if wlt > MaxOutageWorkerLostTimeout {
-		return res, r.errorf("workerLostTimeout is %s; the scenario waits for it: give at most %s (topology.Options.Kueue.WorkerLostTimeout)", wlt, MaxOutageWorkerLostTimeout)
+		return res, r.errorf("%s; the scenario waits for it: give at most %s (topology.Options.Kueue.WorkerLostTimeout)", env.Topo.Facts.Say(topology.FactWorkerLostTimeout, wlt), MaxOutageWorkerLostTimeout)
 	}
 	if o.Jobs == 0 {
 		o.Jobs = 2 * len(env.Topo.Workers)

@@ -35,7 +35,9 @@ type AdoptOptions struct {
 // them. Options give the names of the clusters (ManagerName, WorkerNames, as
 // the provider knows them) and, optionally, Kueue values to confirm: a given
 // value the manager contradicts is an error naming both. Quotas, queue and
-// check names in Options are ignored: they are read from the objects.
+// check names in Options are ignored: they are read from the objects
+// (Spec.Quotas holds each cluster's ClusterQueue nominal quota, and no entry
+// for a cluster whose queue could not be read).
 func Adopt(ctx context.Context, provider Provider, opts Options, aopts AdoptOptions) (*Topology, error) {
 	if provider == nil {
 		return nil, errors.New("topology: provider is nil")
@@ -277,7 +279,52 @@ func (t *Topology) adoptQueues(ctx context.Context) error {
 		return fmt.Errorf("topology: cluster %q: no LocalQueue points at ClusterQueue %s", mgr.Name, s.Queues.ClusterQueue)
 	}
 	s.Queues.Namespaces = namespaces
+	return t.adoptQuotas(ctx)
+}
+
+// adoptQuotas replaces the quotas Resolve defaulted with the clusters' own:
+// the manager's adopted ClusterQueue and, on each worker, the ClusterQueue
+// its LocalQueue of the adopted name points at, each the sum of its nominal
+// quotas over flavors. A cluster whose queue cannot be read has no entry
+// in Spec.Quotas (its quota is unknown), and the progress says why.
+func (t *Topology) adoptQuotas(ctx context.Context) error {
+	s := &t.Spec
+	s.Quotas = map[string]corev1.ResourceList{}
+	for _, c := range t.Clusters() {
+		cqName := s.Queues.ClusterQueue
+		if c != t.Manager {
+			lq := &kueue.LocalQueue{}
+			key := client.ObjectKey{Namespace: s.Queues.Namespaces[0], Name: s.Queues.LocalQueue}
+			if err := c.Client.Get(ctx, key, lq); err != nil {
+				fmt.Fprintf(s.Progress, "topology: cluster %q: quota unknown: LocalQueue %s: %v\n", c.Name, key, err)
+				continue
+			}
+			cqName = string(lq.Spec.ClusterQueue)
+		}
+		cq := &kueue.ClusterQueue{}
+		if err := c.Client.Get(ctx, client.ObjectKey{Name: cqName}, cq); err != nil {
+			fmt.Fprintf(s.Progress, "topology: cluster %q: quota unknown: ClusterQueue %s: %v\n", c.Name, cqName, err)
+			continue
+		}
+		s.Quotas[c.Name] = nominalQuota(cq)
+	}
 	return nil
+}
+
+// nominalQuota sums a ClusterQueue's nominal quotas per resource over its
+// resource groups and flavors.
+func nominalQuota(cq *kueue.ClusterQueue) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for _, rg := range cq.Spec.ResourceGroups {
+		for _, fq := range rg.Flavors {
+			for _, r := range fq.Resources {
+				q := out[r.Name]
+				q.Add(r.NominalQuota)
+				out[r.Name] = q
+			}
+		}
+	}
+	return out
 }
 
 // managerQueues returns the names of the manager's ClusterQueues that use

@@ -80,6 +80,44 @@ type KueueFacts struct {
 	// kueue-system/kueue-manager-config (Deployment
 	// kueue-system/kueue-controller-manager)".
 	Source string
+	// Assumed holds the facts that were neither read from the cluster nor
+	// given (in Options or a Configuration handed over), by name (FactGCInterval,
+	// ...), each with why and what was assumed instead; empty when every fact
+	// was read or given. Say writes a fact for a failure message, marked when
+	// it was assumed.
+	Assumed map[string]string
+}
+
+// Names of the facts KueueFacts.Assumed and Say know.
+const (
+	FactNamespace         = "namespace"
+	FactOrigin            = "origin"
+	FactDispatcher        = "dispatcher"
+	FactGCInterval        = "gcInterval"
+	FactWorkerLostTimeout = "workerLostTimeout"
+	FactIntegrations      = "integrations"
+	FactFeatureGates      = "featureGates"
+)
+
+// Say writes fact and its value for a message: "gcInterval 1m0s", or, when
+// the value was not read from the cluster nor given, "gcInterval 1m0s
+// (unknown: Kueue's default assumed; ...)".
+func (f KueueFacts) Say(fact string, value any) string {
+	s := fmt.Sprintf("%s %v", fact, value)
+	if why, ok := f.Assumed[fact]; ok {
+		s += " (unknown: " + why + ")"
+	}
+	return s
+}
+
+// FactsFromConfigurationObject is FactsFromConfiguration for a Configuration
+// object: the one a harness that runs Kueue in-process hands over.
+func FactsFromConfigurationObject(cfg *configapi.Configuration, source string) (KueueFacts, error) {
+	raw, err := yaml.Marshal(cfg)
+	if err != nil {
+		return KueueFacts{}, fmt.Errorf("%s: %w", source, err)
+	}
+	return FactsFromConfiguration(raw, source)
 }
 
 // NotReadable is the error of ReadKueueFacts when the cluster does not show

@@ -34,3 +34,14 @@ func TestVersionAtLeast(t *testing.T) {
 		}
 	}
 }
+
+// Say marks a fact that was assumed, and only that one.
+func TestSayMarksAssumedFacts(t *testing.T) {
+	f := KueueFacts{Assumed: map[string]string{FactOrigin: "Kueue's default assumed"}}
+	if got := f.Say(FactGCInterval, "30s"); got != "gcInterval 30s" {
+		t.Errorf("Say(gcInterval) = %q", got)
+	}
+	if got, want := f.Say(FactOrigin, "multikueue"), "origin multikueue (unknown: Kueue's default assumed)"; got != want {
+		t.Errorf("Say(origin) = %q, want %q", got, want)
+	}
+}

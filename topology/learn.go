@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	configapi "sigs.k8s.io/kueue/apis/config/v1beta2"
 )
 
@@ -26,12 +27,15 @@ func gateDefault(gate string) (on, known bool) {
 // before defaults) that the cluster contradicts is an error naming both.
 // When the cluster does not show its configuration (NotReadable), the Spec
 // keeps the given values and Kueue's defaults, and Facts.Source says so.
+//
+// A provider that hands a Configuration over (KueueConfigurationGiver) is
+// taken at its word instead of the cluster.
 func (t *Topology) learnFacts(ctx context.Context, given Options) (read bool, err error) {
-	f, err := ReadKueueFacts(ctx, t.Manager, t.Spec.Kueue.Namespace)
+	f, err := t.readFacts(ctx)
 	var nr *NotReadable
 	switch {
 	case errors.As(err, &nr):
-		t.Facts = t.Spec.factsFromSpec("not read from the cluster (" + nr.Reason + "); Options and Kueue's defaults used")
+		t.Facts = t.assumeFacts(ctx, given, nr.Reason)
 		fmt.Fprintf(t.Spec.Progress, "topology: %s\n", t.Facts.Source)
 		return false, nil
 	case err != nil:
@@ -51,12 +55,104 @@ func (t *Topology) learnFacts(ctx context.Context, given Options) (read bool, er
 	if version == "" {
 		version = "unknown"
 	}
-	fmt.Fprintf(t.Spec.Progress, "topology: Kueue's configuration read from cluster %q: %s (Kueue %s, gcInterval %s, origin %s, dispatcher %s)\n",
+	fmt.Fprintf(t.Spec.Progress, "topology: the configuration of cluster %q's Kueue, from %s (Kueue %s, gcInterval %s, origin %s, dispatcher %s)\n",
 		t.Manager.Name, f.Source, version, f.GCInterval, f.Origin, f.Dispatcher)
 	return true, nil
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// KueueConfigurationGiver is a Provider that knows the Configuration the
+// manager's Kueue runs without reading it from the cluster: a harness that
+// runs Kueue in-process, with no ConfigMap or Deployment to read, hands its
+// Configuration object over (existing.Options.KueueConfiguration). New and
+// Adopt then take the facts from it.
+type KueueConfigurationGiver interface {
+	// KueueConfiguration returns the Configuration, or nil when there is
+	// none to give, and where it came from, for reports.
+	KueueConfiguration() (cfg *configapi.Configuration, source string)
+}
+
+// readFacts reads Kueue's configuration: the one the provider hands over,
+// else the manager's.
+func (t *Topology) readFacts(ctx context.Context) (KueueFacts, error) {
+	if g, ok := t.provider.(KueueConfigurationGiver); ok {
+		if cfg, source := g.KueueConfiguration(); cfg != nil {
+			f, err := FactsFromConfigurationObject(cfg, source)
+			if err != nil {
+				return KueueFacts{}, err
+			}
+			f.NominationPolicy, f.NominationPolicyRead, f.NominationPolicyNote = nominationPolicy(ctx, t.Manager)
+			return f, nil
+		}
+	}
+	return ReadKueueFacts(ctx, t.Manager, t.Spec.Kueue.Namespace)
+}
+
+// assumeFacts describes a manager whose Kueue configuration is not readable:
+// the values given in Options, Kueue's defaults for the rest, each of those
+// marked in Facts.Assumed; integrations not given are assumed from the
+// CRDs the manager serves (batch/job, plus every integration whose CRD is
+// there), and Spec.Kueue.Integrations follows.
+func (t *Topology) assumeFacts(ctx context.Context, given Options, reason string) KueueFacts {
+	mgr, g := t.Manager.Name, given.Kueue
+	def := fmt.Sprintf("Kueue's default assumed; Kueue's configuration is not readable on cluster %q (%s), give it in topology.Options.Kueue or hand the Configuration over", mgr, reason)
+	assumed := map[string]string{}
+	for fact, isGiven := range map[string]bool{
+		FactNamespace: g.Namespace != "", FactOrigin: g.Origin != "", FactDispatcher: g.Dispatcher != "",
+		FactGCInterval: g.GCInterval != nil, FactWorkerLostTimeout: g.WorkerLostTimeout != nil,
+	} {
+		if !isGiven {
+			assumed[fact] = def
+		}
+	}
+	if len(g.FeatureGates) == 0 {
+		assumed[FactFeatureGates] = fmt.Sprintf("Kueue's default gates assumed; Kueue's configuration is not readable on cluster %q (%s)", mgr, reason)
+	}
+	if len(g.Integrations) == 0 {
+		ins, note := servedIntegrations(ctx, t.Manager)
+		t.Spec.Kueue.Integrations = ins
+		assumed[FactIntegrations] = fmt.Sprintf("assumed from %s; Kueue's configuration is not readable on cluster %q (%s)", note, mgr, reason)
+	}
+	names := slices.Sorted(maps.Keys(assumed))
+	f := t.Spec.factsFromSpec(fmt.Sprintf("not read from the cluster (%s); Options and Kueue's defaults used, assumed: %s", reason, strings.Join(names, ", ")))
+	f.Assumed = assumed
+	f.NominationPolicy, f.NominationPolicyRead, f.NominationPolicyNote = nominationPolicy(ctx, t.Manager)
+	return f
+}
+
+// crdIntegrations are the Kueue integrations whose job kind is a custom
+// resource, named "<group>/<kind in lower case>" as Kueue names them; the
+// CRD of each is "<kind>s.<group>".
+func crdIntegrations() []string {
+	return []string{
+		IntegrationJobSet, IntegrationRayJob, IntegrationRayCluster, "ray.io/rayservice",
+		"kubeflow.org/mpijob", "kubeflow.org/pytorchjob", "kubeflow.org/tfjob", "kubeflow.org/xgboostjob",
+		"kubeflow.org/paddlejob", "kubeflow.org/jaxjob", "trainer.kubeflow.org/trainjob",
+		"workload.codeflare.dev/appwrapper", "leaderworkerset.x-k8s.io/leaderworkerset",
+	}
+}
+
+// servedIntegrations is batch/job plus the integrations whose CRD c serves,
+// and a note on how that was found.
+func servedIntegrations(ctx context.Context, c *Cluster) ([]string, string) {
+	out := []string{IntegrationBatchJob}
+	var crds apiextensionsv1.CustomResourceDefinitionList
+	if err := c.Client.List(ctx, &crds); err != nil {
+		return out, fmt.Sprintf("nothing (cluster %q: CRDs not listed: %v), so batch/job only", c.Name, err)
+	}
+	served := map[string]bool{}
+	for _, crd := range crds.Items {
+		served[crd.Name] = true
+	}
+	for _, in := range crdIntegrations() {
+		group, kind, _ := strings.Cut(in, "/")
+		if served[kind+"s."+group] {
+			out = append(out, in)
+		}
+	}
+	return out, fmt.Sprintf("the CRDs cluster %q serves: %s", c.Name, strings.Join(out, ", "))
+}
 
 // checkGiven compares the Kueue options a caller gave explicitly with what
 // the cluster runs.

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"k8s.io/client-go/rest"
+	configapi "sigs.k8s.io/kueue/apis/config/v1beta2"
 
 	"github.com/multikueue-testkit/testkit/assert"
 	"github.com/multikueue-testkit/testkit/scenario"
@@ -55,18 +56,22 @@ func ExampleNew_capzSpec() {
 // A Kueue integration test: its envtest Environments give rest configs, Kueue
 // runs in the test; the testkit wires MultiKueue (kubeconfig Secret connector
 // by default) and removes what it created on Close. Kueue's configuration is
-// not in a ConfigMap there, so the values it runs with are given in Options.
+// not in a ConfigMap there, so the harness hands the Configuration it started
+// the manager's Kueue with over; without it, the facts it holds would be
+// Kueue's defaults, marked unknown (Topology.Facts.Assumed).
 func ExampleNew_kueueIntegrationTest() {
 	var t *testing.T                                    // the test's
 	var managerCfg, worker1Cfg, worker2Cfg *rest.Config // envtest.Environment.Config of each cluster
+	var kueueCfg *configapi.Configuration               // what the harness gave the manager's Kueue
 	if t == nil {
 		return // this example compiles; it needs the test's clusters to run
 	}
 	ctx := context.Background()
 	topo, err := existing.New(ctx, existing.Options{
-		Mode:    existing.Wire,
-		Manager: existing.RESTConfig("manager", managerCfg),
-		Workers: []existing.Cluster{existing.RESTConfig("worker1", worker1Cfg), existing.RESTConfig("worker2", worker2Cfg)},
+		Mode:               existing.Wire,
+		Manager:            existing.RESTConfig("manager", managerCfg),
+		Workers:            []existing.Cluster{existing.RESTConfig("worker1", worker1Cfg), existing.RESTConfig("worker2", worker2Cfg)},
+		KueueConfiguration: kueueCfg,
 	}, topology.Options{WorkerQuota: topology.Quota{CPU: "2", Memory: "4Gi"}})
 	if err != nil {
 		t.Fatal(err)

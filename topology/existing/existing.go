@@ -36,6 +36,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	configapi "sigs.k8s.io/kueue/apis/config/v1beta2"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/multikueue-testkit/testkit/connect"
@@ -119,6 +120,14 @@ type Options struct {
 	// ConnectTimeout bounds the first contact with each API server. Default
 	// 30 seconds.
 	ConnectTimeout time.Duration
+	// KueueConfiguration is the Configuration the manager's Kueue runs, for
+	// a harness that runs Kueue in-process (Kueue's own integration tests),
+	// where the cluster has no ConfigMap or Deployment to read it from. When
+	// set, the facts (gcInterval, origin, dispatcher, integrations, gates)
+	// come from it, with Kueue's defaults for what it leaves out; when nil
+	// they are read from the manager, and a fact that can be neither read
+	// nor given is marked unknown (topology.KueueFacts.Assumed).
+	KueueConfiguration *configapi.Configuration
 }
 
 // New attaches the clusters. topology.Options' ManagerName and WorkerNames
@@ -197,6 +206,15 @@ type Provider struct {
 // not check o against topology.Options: the caller names the clusters in
 // topology.Options.ManagerName and WorkerNames itself.
 func NewProvider(o Options) *Provider { return &Provider{opts: o} }
+
+// KueueConfiguration implements topology.KueueConfigurationGiver: the
+// Configuration given in Options, if any.
+func (p *Provider) KueueConfiguration() (*configapi.Configuration, string) {
+	if p.opts.KueueConfiguration == nil {
+		return nil, ""
+	}
+	return p.opts.KueueConfiguration, "the Configuration given in existing.Options.KueueConfiguration"
+}
 
 var (
 	_ topology.Provider      = (*Provider)(nil)

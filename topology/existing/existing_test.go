@@ -134,17 +134,19 @@ func TestWireAttachesClustersByKubeconfig(t *testing.T) {
 	}
 }
 
-// A fully wired local topology, with a non-default gcInterval and quota, is
-// attached in adopt mode with topology.Options left empty and the workers
-// under other names: the workers are matched to their MultiKueueClusters by
-// address, Kueue's configuration and the quotas are read from the clusters,
-// and the verdicts are the same as on the original topology.
+// A fully wired local topology, with a non-default gcInterval and quotas
+// that differ by worker, is attached in adopt mode with topology.Options
+// left empty and the workers under other names: the workers are matched to
+// their MultiKueueClusters by address, Kueue's configuration and the quotas
+// are read from the clusters (not Options' defaults), and the verdicts are
+// the same as on the original topology.
 func TestAdoptReadsTheSetupFromTheClusters(t *testing.T) {
 	ctx := context.Background()
 	gc := 30 * time.Second
 	orig, err := local.New(ctx, topology.Options{
 		Workers: 2, WorkerQuota: topology.Quota{CPU: "3", Memory: "6Gi"},
-		Kueue: topology.KueueOptions{GCInterval: &gc},
+		WorkerQuotas: map[string]topology.Quota{"worker-2": {CPU: "1", Memory: "2Gi"}},
+		Kueue:        topology.KueueOptions{GCInterval: &gc},
 	}, local.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -172,6 +174,13 @@ func TestAdoptReadsTheSetupFromTheClusters(t *testing.T) {
 	}
 	if q := topo.Spec.Queues; q.AdmissionCheck != "multikueue" || q.MultiKueueConfig != "multikueue" || q.ClusterQueue != "cluster-queue" || q.LocalQueue != "user-queue" {
 		t.Errorf("adopted queues %+v; want the objects the local topology made", q)
+	}
+	// The clusters' quotas, not Options' default of 4 CPU and 8Gi.
+	for name, want := range map[string][2]string{"hub": {"4", "8Gi"}, "worker-1": {"3", "6Gi"}, "worker-2": {"1", "2Gi"}} {
+		q, ok := topo.Spec.Quotas[name]
+		if cpu, mem := q[corev1.ResourceCPU], q[corev1.ResourceMemory]; !ok || cpu.String() != want[0] || mem.String() != want[1] {
+			t.Errorf("Spec.Quotas[%q] = %v (present %t); want cpu %s, memory %s, read from its ClusterQueue", name, q, ok, want[0], want[1])
+		}
 	}
 
 	adopted, err := scenario.Observe(ctx, topo)
