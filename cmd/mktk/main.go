@@ -2,6 +2,7 @@
 //
 //	mktk assets                    build or locate kube-apiserver, etcd, kube-controller-manager,
 //	                               kube-scheduler, the KWOK controller and kueue
+//	mktk -envtest assets           only kube-apiserver and etcd, for envtest's KUBEBUILDER_ASSETS
 //	mktk up --workers 3            start 1 manager + 3 workers and keep them up until Ctrl-C
 //	mktk scale --workers 2,5,10,19 --jobs 200 --out DIR
 //	                               scale runs: per N, a smoke gate then the load; JSONL, plots, report.html
@@ -52,6 +53,7 @@ func assetsCmd(args []string, stdout, stderr io.Writer) int {
 	cache := fs.String("cache-dir", "", "where built binaries are kept (default: $"+assets.EnvCacheDir+" or the user cache dir)")
 	kueue := fs.String("kueue-version", "", "Kueue versions to build, comma-separated (default: $"+assets.EnvKueueVersion+", else "+assets.DefaultKueueVersion+"); \"none\" builds no Kueue")
 	kueueSrc := fs.String("kueue-source", "", "a Kueue checkout to build instead (default: $"+assets.EnvKueueSource+")")
+	envtest := fs.Bool("envtest", false, "build or locate only kube-apiserver and etcd, what envtest's "+assets.EnvAssets+" needs (no kube-controller-manager, kube-scheduler, KWOK or Kueue)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: mktk [flags] assets | mktk up [flags] | mktk scale [flags]\n\nflags of assets:\n")
 		fs.PrintDefaults()
@@ -65,10 +67,15 @@ func assetsCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signalContext()
 	defer stop()
-	b, err := assets.Ensure(ctx, assets.Options{KubernetesVersion: *kube, EtcdVersion: *etcd, CacheDir: *cache, Progress: stderr})
+	b, err := assets.Ensure(ctx, assets.Options{KubernetesVersion: *kube, EtcdVersion: *etcd, CacheDir: *cache, Progress: stderr, ControlPlaneOnly: *envtest})
 	if err != nil {
 		fmt.Fprintln(stderr, "mktk:", err)
 		return 1
+	}
+	if *envtest {
+		fmt.Fprintf(stderr, "mktk: kube-apiserver and etcd (%s) in (for %s):\n", b.Source, assets.EnvAssets)
+		fmt.Fprintln(stdout, filepath.Dir(b.APIServer))
+		return 0
 	}
 	fmt.Fprintf(stderr, "mktk: kube-controller-manager: %s\n", b.ControllerManager)
 	// Every local worker runs kube-scheduler and a KWOK controller.

@@ -61,6 +61,10 @@ type Options struct {
 	CacheDir string
 	// NoBuild forbids building; a missing binary is then an error.
 	NoBuild bool
+	// ControlPlaneOnly asks for kube-apiserver and etcd alone, what
+	// envtest's KUBEBUILDER_ASSETS holds: kube-controller-manager is neither
+	// looked for nor built, and Binaries.ControllerManager stays empty.
+	ControlPlaneOnly bool
 	// Progress receives one line per build step. Nil discards.
 	Progress io.Writer
 	// GoBinary is the go command used for builds. Default: "go" from PATH.
@@ -126,10 +130,12 @@ func Ensure(ctx context.Context, opts Options) (Binaries, error) {
 	} else if cached, err := inDir(o.versionDir(), "cache"); err == nil {
 		b = cached
 	}
-	if b.ControllerManager, err = findControllerManager(o); err != nil {
-		return Binaries{}, err
+	if !o.ControlPlaneOnly {
+		if b.ControllerManager, err = findControllerManager(o); err != nil {
+			return Binaries{}, err
+		}
 	}
-	if b.APIServer != "" && b.ControllerManager != "" {
+	if b.APIServer != "" && (b.ControllerManager != "" || o.ControlPlaneOnly) {
 		return b, nil
 	}
 	if o.NoBuild {

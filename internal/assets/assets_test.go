@@ -224,3 +224,28 @@ func TestAPIServerGoMod(t *testing.T) {
 		t.Errorf("ldflags %q %v", ld, err)
 	}
 }
+
+// ControlPlaneOnly (mktk -envtest assets) builds kube-apiserver and etcd
+// and never kube-controller-manager; with them cached it builds nothing.
+func TestControlPlaneOnlyBuildsNoControllerManager(t *testing.T) {
+	goBin, calls := fakeGo(t)
+	o := Options{Getenv: env(nil), CacheDir: t.TempDir(), GoBinary: goBin, ControlPlaneOnly: true}
+	b, err := Ensure(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.APIServer == "" || b.Etcd == "" || b.ControllerManager != "" {
+		t.Fatalf("got %+v; want kube-apiserver and etcd only", b)
+	}
+	log, _ := os.ReadFile(calls)
+	if strings.Contains(string(log), ControllerManagerPackage) {
+		t.Errorf("kube-controller-manager was built for ControlPlaneOnly:\n%s", log)
+	}
+	if !strings.Contains(string(log), APIServerPackage) {
+		t.Errorf("kube-apiserver was not built:\n%s", log)
+	}
+	o.NoBuild = true
+	if b, err := Ensure(context.Background(), o); err != nil || b.Source != "cache" || b.ControllerManager != "" {
+		t.Fatalf("second Ensure: %+v, %v; want the cached pair and no kube-controller-manager", b, err)
+	}
+}

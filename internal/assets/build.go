@@ -16,7 +16,8 @@ import (
 
 // build compiles what have lacks into the cache directory, under the cache
 // lock: kube-apiserver and etcd (unless have.APIServer is set) and
-// kube-controller-manager (unless have.ControllerManager is set). The
+// kube-controller-manager (unless have.ControllerManager or
+// o.ControlPlaneOnly is set). The
 // Kubernetes binaries share one throwaway module; etcd has its own, so that
 // their dependency graphs never meet.
 func build(ctx context.Context, o Options, have Binaries) (Binaries, error) {
@@ -33,12 +34,12 @@ func build(ctx context.Context, o Options, have Binaries) (Binaries, error) {
 			b.ControllerManager = have.ControllerManager
 		}
 	}
-	if b.ControllerManager == "" {
+	if b.ControllerManager == "" && !o.ControlPlaneOnly {
 		if b.ControllerManager, err = findControllerManager(o); err != nil {
 			return Binaries{}, err
 		}
 	}
-	if b.APIServer != "" && b.ControllerManager != "" {
+	if b.APIServer != "" && (b.ControllerManager != "" || o.ControlPlaneOnly) {
 		return b, nil
 	}
 	if _, err := exec.LookPath(o.GoBinary); err != nil {
@@ -61,7 +62,7 @@ func build(ctx context.Context, o Options, have Binaries) (Binaries, error) {
 		built.ControllerManager = b.ControllerManager
 		b = built
 	}
-	if b.ControllerManager == "" {
+	if b.ControllerManager == "" && !o.ControlPlaneOnly {
 		if b.ControllerManager, err = buildComponent(ctx, o, controllerManager(), kubeMod); err != nil {
 			return Binaries{}, err
 		}
