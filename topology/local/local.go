@@ -288,6 +288,10 @@ func (p *Provider) Provision(ctx context.Context, spec topology.Spec) (*topology
 	if err := p.opts.Etcd.validate(); err != nil {
 		return nil, nil, err
 	}
+	kueueProcs := p.opts.HA.replicas(topology.RoleManager) + len(spec.WorkerNames)*p.opts.HA.replicas(topology.RoleWorker)
+	if err := checkInotify(inotifyNeeded(len(spec.WorkerNames), kueueProcs, true)); err != nil {
+		return nil, nil, err
+	}
 	bins, err := assets.Ensure(ctx, p.opts.Assets.internal())
 	if err != nil {
 		return nil, nil, err
