@@ -16,8 +16,12 @@ import (
 	"github.com/multikueue-testkit/testkit/topology"
 )
 
-// DefaultTimeout bounds every wait an assertion makes.
+// DefaultTimeout bounds every wait an assertion makes while nothing else
+// progresses (see Checker.Timeout).
 const DefaultTimeout = 2 * time.Minute
+
+// DefaultMaxWait bounds a wait however busy the topology is.
+const DefaultMaxWait = 15 * time.Minute
 
 // Checker runs assertions against a topology and the history its Observer
 // recorded. Reads go through the Observer's informer caches, so checking many
@@ -25,8 +29,17 @@ const DefaultTimeout = 2 * time.Minute
 type Checker struct {
 	Topo *topology.Topology
 	Obs  *observe.Observer
-	// Timeout bounds each wait; default DefaultTimeout.
+	// Timeout bounds each wait; default DefaultTimeout. A wait for one
+	// workload (placement, a copy, a finish, a sync) is liveness: it goes
+	// on past Timeout while other workloads or jobs in the topology keep
+	// changing (the topology is busy: under load a workload waits its
+	// turn), and gives up after Timeout with nothing changing anywhere, or
+	// after MaxWait in all. Waits for the setup and for clusters use
+	// Timeout alone.
 	Timeout time.Duration
+	// MaxWait bounds a wait however busy the topology is; default
+	// DefaultMaxWait.
+	MaxWait time.Duration
 	// SyncSLO, when set, makes StatusSynced fail a manager job whose final
 	// state came more than this after the remote one's; zero judges only
 	// that it came, within Timeout (liveness).
@@ -42,6 +55,13 @@ type Checker struct {
 // New returns a Checker with the default timeout.
 func New(topo *topology.Topology, obs *observe.Observer) *Checker {
 	return &Checker{Topo: topo, Obs: obs, Timeout: DefaultTimeout}
+}
+
+func (c *Checker) maxWait() time.Duration {
+	if c.MaxWait <= 0 {
+		return DefaultMaxWait
+	}
+	return c.MaxWait
 }
 
 func (c *Checker) timeout() time.Duration {
@@ -93,7 +113,10 @@ func (c *Checker) resolve(ctx context.Context, obj client.Object) (target, error
 	}
 	t := target{namespace: obj.GetNamespace(), job: obj.GetName(), jobKind: kind}
 	mgr := c.Topo.Manager.Name
-	err := poll.Until(ctx, c.timeout(), fmt.Sprintf("cluster %q: the Workload of %T %s/%s", mgr, obj, t.namespace, t.job), func(ctx context.Context) error {
+	progress := func() time.Time {
+		return c.Obs.LastProgress(func(_ observe.Kind, ns, name string) bool { return ns == t.namespace && name == t.job })
+	}
+	err := poll.UntilIdle(ctx, c.timeout(), c.maxWait(), fmt.Sprintf("cluster %q: the Workload of %T %s/%s", mgr, obj, t.namespace, t.job), progress, func(ctx context.Context) error {
 		uid := obj.GetUID()
 		if uid == "" {
 			cur := obj.DeepCopyObject().(client.Object)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/multikueue-testkit/testkit/internal/poll"
 	"github.com/multikueue-testkit/testkit/observe"
 )
 
@@ -34,7 +35,7 @@ func (c *Checker) clusterState(ctx context.Context, assertion, name string, acti
 		}
 	}
 	var creds throttle[error]
-	err := pollHistory(ctx, c, fmt.Sprintf("cluster %q: MultiKueueCluster %s to be %s", mgr, name, want), func() error {
+	err := poll.Until(ctx, c.timeout(), fmt.Sprintf("cluster %q: MultiKueueCluster %s to be %s", mgr, name, want), func(context.Context) error {
 		evs, _ := c.Obs.History(observe.KindMultiKueueCluster, "", name)
 		var last *observe.Event
 		for i := range evs {

@@ -7,7 +7,6 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/multikueue-testkit/testkit/internal/poll"
 	"github.com/multikueue-testkit/testkit/observe"
 )
 
@@ -48,7 +47,7 @@ func (c *Checker) ExactlyOnceAdmitted(ctx context.Context, job client.Object) er
 		return err
 	}
 	mgr := c.Topo.Manager.Name
-	waitErr := poll.Until(ctx, c.timeout(), fmt.Sprintf("cluster %q: %s to be placed on a worker with its remote Job", mgr, t), func(context.Context) error {
+	waitErr := pollHistory(ctx, c, t, fmt.Sprintf("cluster %q: %s to be placed on a worker with its remote Job", mgr, t), func() error {
 		wl, jobs := c.history(t)
 		cycles, _ := placements(wl, jobs, mgr)
 		if len(cycles) == 0 {

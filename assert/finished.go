@@ -3,6 +3,7 @@ package assert
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -18,7 +19,7 @@ func (c *Checker) Finished(ctx context.Context, job client.Object) error {
 		return err
 	}
 	mgr := c.Topo.Manager.Name
-	err = pollHistory(ctx, c, fmt.Sprintf("cluster %q: %s to be Finished", mgr, t), func() error {
+	err = pollHistory(ctx, c, t, fmt.Sprintf("cluster %q: %s to be Finished", mgr, t), func() error {
 		wl, _ := c.history(t)
 		if !hasEvent(wl, mgr, observe.Finished) {
 			return fmt.Errorf("%s is not Finished", t)
@@ -33,6 +34,15 @@ func (c *Checker) Finished(ctx context.Context, job client.Object) error {
 		Problems: c.waited(ctx, t, err), Timeline: c.timeline(wl, jobs)}, t.refs(c)...)
 }
 
-func pollHistory(ctx context.Context, c *Checker, what string, check func() error) error {
-	return poll.Until(ctx, c.timeout(), what, func(context.Context) error { return check() })
+// pollHistory waits for check to pass, judged as liveness: it gives up
+// once Timeout has passed with no progress anywhere else in the topology
+// (no Workload or job event the Observer recorded for an object other than
+// t's), or once MaxWait has passed in all. Under load a workload waits its
+// turn for as long as others move; a stalled topology fails after Timeout.
+func pollHistory(ctx context.Context, c *Checker, t target, what string, check func() error) error {
+	skip := func(_ observe.Kind, namespace, name string) bool {
+		return namespace == t.namespace && (name == t.workload || name == t.job)
+	}
+	return poll.UntilIdle(ctx, c.timeout(), c.maxWait(), what, func() time.Time { return c.Obs.LastProgress(skip) },
+		func(context.Context) error { return check() })
 }

@@ -49,7 +49,7 @@ func (c *Checker) LosersCleaned(ctx context.Context, job client.Object) error {
 	if err != nil {
 		return err
 	}
-	waitErr := pollHistory(ctx, c, fmt.Sprintf("the losing copies of %s to be deleted", t), func() error {
+	waitErr := pollHistory(ctx, c, t, fmt.Sprintf("the losing copies of %s to be deleted", t), func() error {
 		wl, jobs := c.history(t)
 		cycles, _ := placements(wl, jobs, c.Topo.Manager.Name)
 		if len(cycles) == 0 {

@@ -154,7 +154,7 @@ func (c *Checker) activeWorkersAt(t time.Time) []string {
 // ended with a placement that placements infers from the workers.
 func (c *Checker) waitPlaced(ctx context.Context, t target) error {
 	mgr := c.Topo.Manager.Name
-	return pollHistory(ctx, c, fmt.Sprintf("cluster %q: %s to get a status.clusterName", mgr, t), func() error {
+	return pollHistory(ctx, c, t, fmt.Sprintf("cluster %q: %s to get a status.clusterName", mgr, t), func() error {
 		wl, jobs := c.history(t)
 		if cy, _ := placements(wl, jobs, mgr); len(cy) == 0 {
 			if err := neverPlaced(wl, mgr, t); err != nil {

@@ -29,7 +29,7 @@ func (c *Checker) PlacementRecorded(ctx context.Context, job client.Object) erro
 		return err
 	}
 	mgr := c.Topo.Manager.Name
-	waitErr := pollHistory(ctx, c, fmt.Sprintf("cluster %q: %s to get a status.clusterName", mgr, t), func() error {
+	waitErr := pollHistory(ctx, c, t, fmt.Sprintf("cluster %q: %s to get a status.clusterName", mgr, t), func() error {
 		wl, _ := c.history(t)
 		if cy, _ := cyclesOf(wl, mgr); len(cy) > 0 {
 			return nil

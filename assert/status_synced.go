@@ -35,7 +35,7 @@ func (c *Checker) StatusSynced(ctx context.Context, job client.Object) error {
 	mgr := c.Topo.Manager.Name
 	var remote string
 	inferred := false // the manager never recorded the placement (PlacementRecorded judges that)
-	waitErr := pollHistory(ctx, c, fmt.Sprintf("the manager %s to show the remote one's final state", t.jobRef()), func() error {
+	waitErr := pollHistory(ctx, c, t, fmt.Sprintf("the manager %s to show the remote one's final state", t.jobRef()), func() error {
 		wl, jobs := c.history(t)
 		cycles, _ := placements(wl, jobs, mgr)
 		if len(cycles) == 0 {

@@ -786,6 +786,53 @@ func TestFinishedTimesOutWithTheStory(t *testing.T) {
 	}
 }
 
+// TestFinishedWaitsWhileTheTopologyIsBusy is the look-alike of the one
+// above: a Job that takes longer than the Checker's Timeout to finish while
+// other Jobs keep moving through the topology (a load, not a stall) passes
+// Finished, because its wait is liveness: it gives up only when nothing
+// progresses for Timeout.
+func TestFinishedWaitsWhileTheTopologyIsBusy(t *testing.T) {
+	ctx := context.Background()
+	const timeout = 5 * time.Second
+	long := workload.NewJob("busy-long", "default").Queue("user-queue").Requests("100m", "64Mi").RunFor(15 * time.Second).Obj()
+	submit(t, ctx, long)
+	// The load: a short Job every 2 s until Finished returns.
+	stop, done := make(chan struct{}), make(chan []*batchv1.Job)
+	go func() {
+		var others []*batchv1.Job
+		tick := time.NewTicker(2 * time.Second)
+		defer tick.Stop()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				done <- others
+				return
+			case <-tick.C:
+			}
+			j := workload.NewJob(fmt.Sprintf("busy-other-%d", i), "default").Queue("user-queue").Requests("100m", "64Mi").RunFor(time.Second).Obj()
+			if err := env.Topo.Manager.Client.Create(ctx, j); err == nil {
+				others = append(others, j)
+			}
+		}
+	}()
+	start := time.Now()
+	err := checker(timeout).Finished(ctx, long)
+	close(stop)
+	others := <-done
+	for _, j := range others {
+		remove(t, ctx, j)
+	}
+	if err != nil {
+		t.Fatalf("Finished failed for a Job that took longer than Timeout while %d others ran:\n%v", len(others), err)
+	}
+	if took := time.Since(start); took <= timeout {
+		t.Fatalf("Finished returned after %s, within its Timeout of %s: the test did not exercise the wait", took, timeout)
+	}
+	if len(others) < 3 {
+		t.Fatalf("only %d other Jobs were submitted: not a busy topology", len(others))
+	}
+}
+
 // TestNoOrphansNamesStrayRemoteCopies creates, on a worker, a Workload and a
 // Job carrying MultiKueue's labels with no manager counterpart.
 func TestNoOrphansNamesStrayRemoteCopies(t *testing.T) {

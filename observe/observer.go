@@ -257,6 +257,28 @@ func (o *Observer) Stop() {
 	o.wg.Wait()
 }
 
+// LastProgress is the time of the newest Workload or job-object event the
+// Observer recorded on any cluster, leaving out the objects skip names (nil
+// skips none): work moving somewhere else in the topology. Waits that judge
+// liveness (assert's) go on while it moves.
+func (o *Observer) LastProgress(skip func(kind Kind, namespace, name string) bool) time.Time {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var last time.Time
+	for k, r := range o.records {
+		if len(r.events) == 0 || (k.kind != KindWorkload && !IsJobKind(k.kind)) {
+			continue
+		}
+		if skip != nil && skip(k.kind, k.namespace, k.name) {
+			continue
+		}
+		if t := r.events[len(r.events)-1].Time; t.After(last) {
+			last = t
+		}
+	}
+	return last
+}
+
 // JobKinds returns the job kinds watched: batch/Job, and JobSet and RayJob
 // when their Kueue integration is on.
 func (o *Observer) JobKinds() []Kind { return slices.Clone(o.jobKinds) }

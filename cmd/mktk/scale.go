@@ -27,7 +27,7 @@ func scale(args []string, stdout, stderr io.Writer) int {
 	jobs := fs.Int("jobs", 200, "Jobs each run's load submits at once")
 	out := fs.String("out", "", "output directory (default $"+assert.EnvArtifacts+", else a new temp dir, printed)")
 	runFor := fs.Duration("run-for", time.Second, "each Job's run time on its worker")
-	timeout := fs.Duration("timeout", 0, "bound on each assertion's wait (default 2m plus run-for per job)")
+	timeout := fs.Duration("timeout", 0, "bound on each assertion's wait while nothing progresses in the topology (default 2m plus run-for per job)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `usage: mktk scale [--workers 2,5,10,19] [--jobs 200] [--out DIR]
 

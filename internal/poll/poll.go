@@ -26,13 +26,65 @@ type TimeoutError struct {
 	What    string
 	Timeout time.Duration
 	Last    error
+	// Why, when set, says which bound ended the wait (UntilIdle).
+	Why string
 }
 
 func (e *TimeoutError) Error() string {
-	if e.Last != nil {
-		return fmt.Sprintf("timed out after %s waiting for %s; last seen: %v", e.Timeout, e.What, e.Last)
+	s := fmt.Sprintf("timed out after %s waiting for %s", e.Timeout, e.What)
+	if e.Why != "" {
+		s += " (" + e.Why + ")"
 	}
-	return fmt.Sprintf("timed out after %s waiting for %s", e.Timeout, e.What)
+	if e.Last != nil {
+		s += fmt.Sprintf("; last seen: %v", e.Last)
+	}
+	return s
+}
+
+// UntilIdle is Until for a wait that lasts while something else progresses:
+// it gives up once idle has passed with no progress — neither since the
+// wait began nor since the latest time progress returns — or once max has
+// passed in all. A busy system is given time; a stalled one is not.
+func UntilIdle(ctx context.Context, idle, max time.Duration, what string, progress func() time.Time, check func(context.Context) error) error {
+	start := time.Now()
+	ctx, cancel := context.WithDeadline(ctx, start.Add(max))
+	defer cancel()
+	ticker := time.NewTicker(DefaultInterval)
+	defer ticker.Stop()
+	var last error
+	for {
+		err := check(ctx)
+		if err == nil {
+			return nil
+		}
+		var stop stopError
+		if errors.As(err, &stop) {
+			return stop.err
+		}
+		if ctx.Err() == nil || last == nil {
+			last = err
+		}
+		since := start
+		if p := progress(); p.After(since) {
+			since = p
+		}
+		if quiet := time.Since(since); quiet > idle {
+			why := fmt.Sprintf("nothing progressed for %s", idle)
+			if since.After(start) {
+				why += fmt.Sprintf("; the last progress was %s after the wait began", since.Sub(start).Round(time.Millisecond))
+			}
+			return &TimeoutError{What: what, Timeout: time.Since(start).Round(time.Millisecond), Last: last, Why: why}
+		}
+		select {
+		case <-ctx.Done():
+			if time.Since(start) < max {
+				return fmt.Errorf("stopped waiting for %s: %w (last seen: %v)", what, context.Cause(ctx), last)
+			}
+			return &TimeoutError{What: what, Timeout: max, Last: last,
+				Why: fmt.Sprintf("the longest wait, %s, passed while other work progressed", max)}
+		case <-ticker.C:
+		}
+	}
 }
 
 func (e *TimeoutError) Unwrap() error { return e.Last }

@@ -53,3 +53,33 @@ func TestUntilCallerCancel(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// UntilIdle waits past idle while progress moves, gives up after idle of
+// none, and never past max.
+func TestUntilIdle(t *testing.T) {
+	ctx := context.Background()
+	notYet := func(context.Context) error { return errors.New("not yet") }
+	// Busy: progress moves every call; the check passes after 400ms, well
+	// past the 200ms idle bound.
+	start := time.Now()
+	err := UntilIdle(ctx, 200*time.Millisecond, 5*time.Second, "the busy one", time.Now, func(context.Context) error {
+		if time.Since(start) < 400*time.Millisecond {
+			return errors.New("not yet")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("busy: %v", err)
+	}
+	// Stalled: no progress at all.
+	err = UntilIdle(ctx, 200*time.Millisecond, 5*time.Second, "the stalled one", func() time.Time { return time.Time{} }, notYet)
+	var te *TimeoutError
+	if !errors.As(err, &te) || !strings.Contains(err.Error(), "nothing progressed for 200ms") || !strings.Contains(err.Error(), "not yet") {
+		t.Fatalf("stalled: %v", err)
+	}
+	// Busy for ever: max ends it.
+	err = UntilIdle(ctx, 200*time.Millisecond, 500*time.Millisecond, "the starved one", time.Now, notYet)
+	if !errors.As(err, &te) || !strings.Contains(err.Error(), "the longest wait, 500ms, passed while other work progressed") {
+		t.Fatalf("starved: %v", err)
+	}
+}
