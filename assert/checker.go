@@ -20,8 +20,9 @@ import (
 // progresses (see Checker.Timeout).
 const DefaultTimeout = 2 * time.Minute
 
-// DefaultMaxWait bounds a wait however busy the topology is.
-const DefaultMaxWait = 15 * time.Minute
+// MaxWaitFactor sets the default MaxWait: this many times Timeout (20
+// minutes with DefaultTimeout; 50 s for a Checker with a 5 s Timeout).
+const MaxWaitFactor = 10
 
 // Checker runs assertions against a topology and the history its Observer
 // recorded. Reads go through the Observer's informer caches, so checking many
@@ -38,7 +39,7 @@ type Checker struct {
 	// Timeout alone.
 	Timeout time.Duration
 	// MaxWait bounds a wait however busy the topology is; default
-	// DefaultMaxWait.
+	// MaxWaitFactor × Timeout.
 	MaxWait time.Duration
 	// SyncSLO, when set, makes StatusSynced fail a manager job whose final
 	// state came more than this after the remote one's; zero judges only
@@ -59,7 +60,7 @@ func New(topo *topology.Topology, obs *observe.Observer) *Checker {
 
 func (c *Checker) maxWait() time.Duration {
 	if c.MaxWait <= 0 {
-		return DefaultMaxWait
+		return MaxWaitFactor * c.timeout()
 	}
 	return c.MaxWait
 }

@@ -36,9 +36,10 @@ func (c *Checker) Finished(ctx context.Context, job client.Object) error {
 
 // pollHistory waits for check to pass, judged as liveness: it gives up
 // once Timeout has passed with no progress anywhere else in the topology
-// (no Workload or job event the Observer recorded for an object other than
-// t's), or once MaxWait has passed in all. Under load a workload waits its
-// turn for as long as others move; a stalled topology fails after Timeout.
+// (no Workload or job event the Observer recorded for an object other
+// than t's), or once MaxWait (default 10 × Timeout) has passed in all.
+// Under load a workload waits its turn for as long as others move; a
+// stalled topology fails after Timeout.
 func pollHistory(ctx context.Context, c *Checker, t target, what string, check func() error) error {
 	skip := func(_ observe.Kind, namespace, name string) bool {
 		return namespace == t.namespace && (name == t.workload || name == t.job)
