@@ -71,8 +71,8 @@ func (c *Checker) NoOrphans(ctx context.Context) error {
 	return c.fail(ctx, &Failure{
 		Assertion: "NoOrphans",
 		Object:    "remote copies on every worker",
-		Expected: fmt.Sprintf("no remote Workload or Job without a live manager counterpart after %s (%s; remote copies are those labelled %s)", grace,
-			c.Topo.Facts.Say(topology.FactGCInterval, c.Topo.Spec.GCInterval), c.Topo.Facts.Say(topology.FactOrigin, observe.LabelOrigin+"="+c.Topo.Spec.Kueue.Origin)),
+		Expected: fmt.Sprintf("no remote Workload or Job without a live manager counterpart after %s (%s; remote copies are those whose %s label is MultiKueue's %s)", grace,
+			c.Topo.Facts.Say(topology.FactGCInterval, c.Topo.Spec.GCInterval), observe.LabelOrigin, c.Topo.Facts.Say(topology.FactOrigin, c.Topo.Spec.Kueue.Origin)),
 		Problems: orphans,
 	})
 }

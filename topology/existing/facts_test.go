@@ -80,7 +80,7 @@ func TestAdoptWithoutAReadableConfiguration(t *testing.T) {
 		}
 		defer env.Close()
 		mustFailWith(t, env.Check.NoOrphans(ctx), "Workload default/harness-stray", "gcInterval 0s;",
-			"origin kueue.x-k8s.io/multikueue-origin=multikueue (unknown: Kueue's default assumed; Kueue's configuration is not readable on cluster \"manager\"")
+			"MultiKueue's origin multikueue (unknown: Kueue's default assumed; Kueue's configuration is not readable on cluster \"manager\"")
 	})
 
 	t.Run("Configuration handed over", func(t *testing.T) {
