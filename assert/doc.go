@@ -28,7 +28,9 @@
 // failure also writes its report and a redacted dump of the objects involved,
 // one file per cluster.
 //
-// Every assertion waits with a deadline (Checker.Timeout) for the state it
-// needs (ForeignUntouched judges the history so far), never sleeps, and on
-// failure names the cluster and the object.
+// Every assertion waits with a deadline for the state it needs
+// (ForeignUntouched judges the history so far), never sleeps, and on
+// failure names the cluster and the object. A wait for a workload is
+// liveness: it gives up after Checker.Timeout with nothing progressing in
+// the topology, or after Checker.MaxWait however busy it is.
 package assert

@@ -11,7 +11,7 @@ import (
 	"github.com/multikueue-testkit/testkit/observe"
 )
 
-// Finished waits (up to Timeout) until the job's manager Workload is Finished.
+// Finished waits (as long as the topology progresses; see Checker.Timeout) until the job's manager Workload is Finished.
 // On timeout the error carries the workload's and job's timelines.
 func (c *Checker) Finished(ctx context.Context, job client.Object) error {
 	t, err := c.resolveFor(ctx, "Finished", job)

@@ -83,7 +83,7 @@ func incrementalRuleOf(f topology.KueueFacts) incrementalRule {
 // from v0.19 (gates MultiKueueIncrementalDispatcherConfig and
 // ...RespectConfigOrder, on by default), the configured stepSize (3 unless
 // set) in the MultiKueueConfig's spec.clusters order, as the manager holds
-// it. It waits (up to Timeout) for the workload to be placed. It does not
+// it. It waits (as long as the topology progresses; see Checker.Timeout) for the workload to be placed. It does not
 // check the 5-minute round timeout, nor which worker won; rounds after the
 // first are checked as cumulative, which is what v0.17 does.
 func (c *Checker) DispatchedIncrementally(ctx context.Context, job client.Object) error {
