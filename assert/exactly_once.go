@@ -37,10 +37,11 @@ import (
 // PlacementRecorded, which judges that), the cycle is read from the
 // workers: it runs from that remote job's creation to the manager's end.
 //
-// It first waits (as long as the topology progresses; see Checker.Timeout) until the manager selected a worker and the
-// remote job appeared there. It does not judge the race before selection:
-// with the AllAtOnce dispatcher several workers may reserve quota for their
-// copies until MultiKueue picks one; LosersCleaned judges their removal.
+// It first waits (as long as the topology progresses; see Checker.Timeout)
+// until the manager selected a worker and the remote job appeared there. It
+// does not judge the race before selection: with the AllAtOnce dispatcher
+// several workers may reserve quota for their copies until MultiKueue picks
+// one; LosersCleaned judges their removal.
 func (c *Checker) ExactlyOnceAdmitted(ctx context.Context, job client.Object) error {
 	t, err := c.resolveFor(ctx, "ExactlyOnceAdmitted", job)
 	if err != nil {

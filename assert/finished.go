@@ -11,8 +11,9 @@ import (
 	"github.com/multikueue-testkit/testkit/observe"
 )
 
-// Finished waits (as long as the topology progresses; see Checker.Timeout) until the job's manager Workload is Finished.
-// On timeout the error carries the workload's and job's timelines.
+// Finished waits (as long as the topology progresses; see Checker.Timeout)
+// until the job's manager Workload is Finished. On timeout the error carries
+// the workload's and job's timelines.
 func (c *Checker) Finished(ctx context.Context, job client.Object) error {
 	t, err := c.resolveFor(ctx, "Finished", job)
 	if err != nil {

@@ -78,14 +78,15 @@ func incrementalRuleOf(f topology.KueueFacts) incrementalRule {
 // DispatchedIncrementally checks the nominations of the Incremental
 // dispatcher before each admission cycle: the successive values of
 // nominatedClusterNames grow in rounds, round k naming the first k × step
-// Active workers (fewer when fewer are Active), by the rule of the Kueue
-// the cluster runs (Topology.Facts): before v0.19, step 3 in name order;
-// from v0.19 (gates MultiKueueIncrementalDispatcherConfig and
+// Active workers (fewer when fewer are Active), by the rule of the Kueue the
+// cluster runs (Topology.Facts): before v0.19, step 3 in name order; from
+// v0.19 (gates MultiKueueIncrementalDispatcherConfig and
 // ...RespectConfigOrder, on by default), the configured stepSize (3 unless
 // set) in the MultiKueueConfig's spec.clusters order, as the manager holds
-// it. It waits (as long as the topology progresses; see Checker.Timeout) for the workload to be placed. It does not
-// check the 5-minute round timeout, nor which worker won; rounds after the
-// first are checked as cumulative, which is what v0.17 does.
+// it. It waits (as long as the topology progresses; see Checker.Timeout) for
+// the workload to be placed. It does not check the 5-minute round timeout,
+// nor which worker won; rounds after the first are checked as cumulative,
+// which is what v0.17 does.
 func (c *Checker) DispatchedIncrementally(ctx context.Context, job client.Object) error {
 	t, err := c.resolveFor(ctx, "DispatchedIncrementally", job)
 	if err != nil {

@@ -40,7 +40,8 @@ func (c *Checker) waitForAdmittedSaid() string {
 // workload on the workers that were not selected are deleted, and not too
 // early: with MultiKueueWaitForWorkloadAdmitted on (the default) no loser is
 // deleted before the winner's copy is Admitted; with it off, not before the
-// winner's copy reserved quota. It waits (as long as the topology progresses; see Checker.Timeout) for the deletions.
+// winner's copy reserved quota. It waits (as long as the topology
+// progresses; see Checker.Timeout) for the deletions.
 //
 // It does not check the winner's copy (ExactlyOnceAdmitted does) nor the
 // cleanup after the workload finished (NoOrphans does).

@@ -25,9 +25,9 @@ import (
 //     empty;
 //   - status.clusterName does not change within a cycle.
 //
-// It waits (as long as the topology progresses; see Checker.Timeout) until the manager selected a worker. It does not
-// check which worker was chosen (ExactlyOnceAdmitted does) nor the rounds of
-// the Incremental dispatcher.
+// It waits (as long as the topology progresses; see Checker.Timeout) until
+// the manager selected a worker. It does not check which worker was chosen
+// (ExactlyOnceAdmitted does) nor the rounds of the Incremental dispatcher.
 func (c *Checker) NominationCleared(ctx context.Context, job client.Object) error {
 	t, err := c.resolveFor(ctx, "NominationCleared", job)
 	if err != nil {

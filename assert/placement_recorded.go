@@ -11,8 +11,8 @@ import (
 
 // PlacementRecorded checks that the manager recorded where the workload ran:
 // its Workload's status.clusterName named a worker before the Workload
-// finished or was deleted. It waits (as long as the topology progresses; see Checker.Timeout) for the clusterName or
-// the end.
+// finished or was deleted. It waits (as long as the topology progresses; see
+// Checker.Timeout) for the clusterName or the end.
 //
 // The other placement checks (ExactlyOnceAdmitted, LosersCleaned,
 // StatusSynced) judge what the workers did even when the manager kept no

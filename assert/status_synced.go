@@ -16,7 +16,8 @@ import (
 // same final state, with the same final status summary
 // (observe.JobState.Summary: active / succeeded / failed counts for a Job,
 // restarts and terminal state for a JobSet, deployment and job status for a
-// RayJob). It waits (as long as the topology progresses; see Checker.Timeout) for both final states.
+// RayJob). It waits (as long as the topology progresses; see
+// Checker.Timeout) for both final states.
 //
 // That is liveness, not a service level: a manager that shows the final
 // state late but right passes (MultiKueue's client to each worker is held to
