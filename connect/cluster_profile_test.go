@@ -19,20 +19,12 @@ import (
 
 	"github.com/multikueue-testkit/testkit/assert"
 	"github.com/multikueue-testkit/testkit/connect"
+	"github.com/multikueue-testkit/testkit/internal/testlog"
 	"github.com/multikueue-testkit/testkit/scenario"
 	"github.com/multikueue-testkit/testkit/topology"
 	"github.com/multikueue-testkit/testkit/topology/local"
 	"github.com/multikueue-testkit/testkit/workload"
 )
-
-// testWriter sends progress lines to t.Log.
-type testWriter struct{ t *testing.T }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Helper()
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
-}
 
 // TestClusterProfileWithoutKueueNeeds attaches a worker through a
 // ClusterProfile on a topology whose Kueue did not get the connector's needs
@@ -45,7 +37,7 @@ func (w testWriter) Write(p []byte) (int, error) {
 // back to the kubeconfig Secret makes it Active again.
 func TestClusterProfileWithoutKueueNeeds(t *testing.T) {
 	ctx := context.Background()
-	topo, err := local.New(ctx, topology.Options{Workers: 1, Connector: connect.KubeconfigSecret{}, Progress: testWriter{t}},
+	topo, err := local.New(ctx, topology.Options{Workers: 1, Connector: connect.KubeconfigSecret{}, Progress: testlog.Writer(t)},
 		local.Options{ClusterProfileCRD: true})
 	if err != nil {
 		t.Fatal(err)
@@ -90,7 +82,7 @@ func TestClusterProfileWithoutKueueNeeds(t *testing.T) {
 func TestClusterProfileDispatch(t *testing.T) {
 	ctx := context.Background()
 	start := time.Now()
-	topo, err := local.New(ctx, topology.Options{Workers: 2, Connector: connect.ClusterProfile{}, Progress: testWriter{t}}, local.Options{})
+	topo, err := local.New(ctx, topology.Options{Workers: 2, Connector: connect.ClusterProfile{}, Progress: testlog.Writer(t)}, local.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/multikueue-testkit/testkit/assert"
 	"github.com/multikueue-testkit/testkit/connect"
 	"github.com/multikueue-testkit/testkit/internal/poll"
+	"github.com/multikueue-testkit/testkit/internal/testlog"
 	"github.com/multikueue-testkit/testkit/observe"
 	"github.com/multikueue-testkit/testkit/scenario"
 	"github.com/multikueue-testkit/testkit/topology"
@@ -51,7 +52,7 @@ func TestConnectorSwapMidRun(t *testing.T) {
 		Workers:      2,
 		WorkerQuotas: map[string]topology.Quota{"worker-2": {CPU: "1", Memory: "2Gi"}},
 		Connector:    swappable{connect.KubeconfigSecret{ServiceAccount: kubeconfigSA, Guard: true}},
-		Progress:     testWriter{t},
+		Progress:     testlog.Writer(t),
 	}, local.Options{})
 	a := assert.Require(t, env.Check)
 	a.SetupActive(ctx)

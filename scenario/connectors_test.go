@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/multikueue-testkit/testkit/connect"
+	"github.com/multikueue-testkit/testkit/internal/testlog"
 	"github.com/multikueue-testkit/testkit/scenario"
 	"github.com/multikueue-testkit/testkit/topology"
 	"github.com/multikueue-testkit/testkit/topology/local"
@@ -27,7 +28,7 @@ func TestDispatchJobsWithEachConnector(t *testing.T) {
 		t.Run(c.Name(), func(t *testing.T) {
 			ctx := context.Background()
 			start := time.Now()
-			topo, err := local.New(ctx, topology.Options{Workers: 2, Connector: c, Progress: testWriter{t}}, local.Options{})
+			topo, err := local.New(ctx, topology.Options{Workers: 2, Connector: c, Progress: testlog.Writer(t)}, local.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
+	"github.com/multikueue-testkit/testkit/internal/testlog"
 	"github.com/multikueue-testkit/testkit/scenario"
 	"github.com/multikueue-testkit/testkit/topology"
 	"github.com/multikueue-testkit/testkit/topology/local"
@@ -22,7 +23,7 @@ import (
 func TestDispatchJobsOnThreeWorkers(t *testing.T) {
 	ctx := context.Background()
 	start := time.Now()
-	topo, err := local.New(ctx, topology.Options{Workers: 3, Progress: testWriter{t}}, local.Options{})
+	topo, err := local.New(ctx, topology.Options{Workers: 3, Progress: testlog.Writer(t)}, local.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,15 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// testWriter sends progress lines to t.Log.
-type testWriter struct{ t *testing.T }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Helper()
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
-}
-
 func hasCreatedOn(evs []observe.Event, cluster string) bool {
 	for _, e := range evs {
 		if e.Cluster == cluster && e.Type == observe.Created {

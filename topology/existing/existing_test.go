@@ -14,20 +14,13 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/multikueue-testkit/testkit/connect"
+	"github.com/multikueue-testkit/testkit/internal/testlog"
 	"github.com/multikueue-testkit/testkit/observe"
 	"github.com/multikueue-testkit/testkit/scenario"
 	"github.com/multikueue-testkit/testkit/topology"
 	"github.com/multikueue-testkit/testkit/topology/existing"
 	"github.com/multikueue-testkit/testkit/topology/local"
 )
-
-// testWriter sends progress lines to t.Log.
-type testWriter struct{ t *testing.T }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
-}
 
 // kubeconfigFile writes c's admin kubeconfig to a file, as a user would have
 // it, and attaches it under name.
@@ -100,7 +93,7 @@ func TestWireAttachesClustersByKubeconfig(t *testing.T) {
 	for _, w := range workers {
 		o.Workers = append(o.Workers, kubeconfigFile(t, w.Name, w))
 	}
-	topo, err := existing.New(ctx, o, topology.Options{Progress: testWriter{t}})
+	topo, err := existing.New(ctx, o, topology.Options{Progress: testlog.Writer(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +150,7 @@ func TestAdoptReadsTheSetupFromTheClusters(t *testing.T) {
 	// given in the other order.
 	o := existing.Options{Mode: existing.Adopt, Manager: kubeconfigFile(t, "hub", orig.Manager),
 		Workers: []existing.Cluster{kubeconfigFile(t, "west", orig.Workers[1]), kubeconfigFile(t, "east", orig.Workers[0])}}
-	topo, err := existing.New(ctx, o, topology.Options{Progress: testWriter{t}})
+	topo, err := existing.New(ctx, o, topology.Options{Progress: testlog.Writer(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

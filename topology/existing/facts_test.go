@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/multikueue-testkit/testkit/assert"
+	"github.com/multikueue-testkit/testkit/internal/testlog"
 	"github.com/multikueue-testkit/testkit/observe"
 	"github.com/multikueue-testkit/testkit/scenario"
 	"github.com/multikueue-testkit/testkit/topology"
@@ -54,7 +55,7 @@ func TestAdoptWithoutAReadableConfiguration(t *testing.T) {
 
 	t.Run("nothing given", func(t *testing.T) {
 		// gcInterval is given (a harness knows it), the rest is not.
-		topo, err := existing.New(ctx, clusters, topology.Options{Kueue: topology.KueueOptions{GCInterval: &gc}, Progress: testWriter{t}})
+		topo, err := existing.New(ctx, clusters, topology.Options{Kueue: topology.KueueOptions{GCInterval: &gc}, Progress: testlog.Writer(t)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -87,7 +88,7 @@ func TestAdoptWithoutAReadableConfiguration(t *testing.T) {
 		cfg := orig.Spec.KueueConfiguration(topology.KueueNeeds{})
 		o := clusters
 		o.KueueConfiguration = &cfg
-		topo, err := existing.New(ctx, o, topology.Options{Progress: testWriter{t}})
+		topo, err := existing.New(ctx, o, topology.Options{Progress: testlog.Writer(t)})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/kind/pkg/cluster"
 
 	"github.com/multikueue-testkit/testkit/assert"
+	"github.com/multikueue-testkit/testkit/internal/testlog"
 	"github.com/multikueue-testkit/testkit/scenario"
 	"github.com/multikueue-testkit/testkit/topology"
 	"github.com/multikueue-testkit/testkit/topology/kind"
@@ -40,7 +41,7 @@ func TestKindEndToEnd(t *testing.T) {
 	rt := requireKind(t)
 	ctx := context.Background()
 	start := time.Now()
-	topo, err := kind.New(ctx, topology.Options{Workers: 2, Progress: testWriter{t}}, kind.Options{NamePrefix: "mktk-e2e-"})
+	topo, err := kind.New(ctx, topology.Options{Workers: 2, Progress: testlog.Writer(t)}, kind.Options{NamePrefix: "mktk-e2e-"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,11 +101,4 @@ func TestKindEndToEnd(t *testing.T) {
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("temp dir %s still there after Close: %v", dir, err)
 	}
-}
-
-type testWriter struct{ t *testing.T }
-
-func (w testWriter) Write(b []byte) (int, error) {
-	w.t.Log(string(b))
-	return len(b), nil
 }

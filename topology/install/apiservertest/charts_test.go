@@ -14,18 +14,11 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/multikueue-testkit/testkit/internal/testlog"
 	"github.com/multikueue-testkit/testkit/topology"
 	"github.com/multikueue-testkit/testkit/topology/install"
 	"github.com/multikueue-testkit/testkit/topology/local"
 )
-
-// tWriter sends progress lines to the test log.
-type tWriter struct{ t *testing.T }
-
-func (w tWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
-}
 
 // dryRunOnly are the kinds applied with a server-side dry run: persisted, they
 // would make this API server call the chart's Services, which have no pods
@@ -103,7 +96,7 @@ func TestChartsOnAPIServer(t *testing.T) {
 	})
 
 	t.Run("jobset helm install, upgrade, uninstall", func(t *testing.T) {
-		opts := install.JobSetOptions{Timeout: 5 * time.Second, Progress: tWriter{t}}
+		opts := install.JobSetOptions{Timeout: 5 * time.Second, Progress: testlog.Writer(t)}
 		wantErr := fmt.Sprintf(`Deployment jobset-system/jobset-controller Available on cluster %q`, worker.Name)
 
 		// An object of the chart made by someone else: Helm refuses it
@@ -183,7 +176,7 @@ func TestChartsOnAPIServer(t *testing.T) {
 		// before creating anything. The ClusterProfile CRD the needs ask for
 		// comes first.
 		needs := topology.KueueNeeds{ClusterProfileCRD: true, FeatureGates: map[string]bool{"MultiKueueClusterProfile": true}}
-		rel, err := install.Kueue(ctx, worker, install.KueueOptions{Spec: topo.Spec, Needs: needs, Timeout: 30 * time.Second, Progress: tWriter{t}})
+		rel, err := install.Kueue(ctx, worker, install.KueueOptions{Spec: topo.Spec, Needs: needs, Timeout: 30 * time.Second, Progress: testlog.Writer(t)})
 		if err == nil || rel != nil || !strings.Contains(err.Error(), "set TakeOwnership") || !strings.Contains(err.Error(), "exists and cannot be imported") || !strings.Contains(err.Error(), fmt.Sprintf("cluster %q", worker.Name)) {
 			t.Fatalf("Kueue over the local provider's CRDs: %v, %v; want a refusal naming the cluster, the foreign object and TakeOwnership", rel, err)
 		}
