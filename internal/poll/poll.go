@@ -46,45 +46,21 @@ func (e *TimeoutError) Error() string {
 // wait began nor since the latest time progress returns — or once max has
 // passed in all. A busy system is given time; a stalled one is not.
 func UntilIdle(ctx context.Context, idle, max time.Duration, what string, progress func() time.Time, check func(context.Context) error) error {
-	start := time.Now()
-	ctx, cancel := context.WithDeadline(ctx, start.Add(max))
-	defer cancel()
-	ticker := time.NewTicker(DefaultInterval)
-	defer ticker.Stop()
-	var last error
-	for {
-		err := check(ctx)
-		if err == nil {
-			return nil
-		}
-		var stop stopError
-		if errors.As(err, &stop) {
-			return stop.err
-		}
-		if ctx.Err() == nil || last == nil {
-			last = err
-		}
+	quiet := func(start time.Time) string {
 		since := start
 		if p := progress(); p.After(since) {
 			since = p
 		}
-		if quiet := time.Since(since); quiet > idle {
-			why := fmt.Sprintf("nothing progressed for %s", idle)
-			if since.After(start) {
-				why += fmt.Sprintf("; the last progress was %s after the wait began", since.Sub(start).Round(time.Millisecond))
-			}
-			return &TimeoutError{What: what, Timeout: time.Since(start).Round(time.Millisecond), Last: last, Why: why}
+		if time.Since(since) <= idle {
+			return ""
 		}
-		select {
-		case <-ctx.Done():
-			if time.Since(start) < max {
-				return fmt.Errorf("stopped waiting for %s: %w (last seen: %v)", what, context.Cause(ctx), last)
-			}
-			return &TimeoutError{What: what, Timeout: max, Last: last,
-				Why: fmt.Sprintf("the longest wait, %s, passed while other work progressed", max)}
-		case <-ticker.C:
+		why := fmt.Sprintf("nothing progressed for %s", idle)
+		if since.After(start) {
+			why += fmt.Sprintf("; the last progress was %s after the wait began", since.Sub(start).Round(time.Millisecond))
 		}
+		return why
 	}
+	return loop(ctx, max, DefaultInterval, what, check, quiet, fmt.Sprintf("the longest wait, %s, passed while other work progressed", max))
 }
 
 func (e *TimeoutError) Unwrap() error { return e.Last }
@@ -98,11 +74,19 @@ func Until(ctx context.Context, timeout time.Duration, what string, check func(c
 
 // UntilEvery is Until with an explicit interval.
 func UntilEvery(ctx context.Context, timeout, interval time.Duration, what string, check func(context.Context) error) error {
+	return loop(ctx, timeout, interval, what, check, nil, "")
+}
+
+// loop calls check every interval until it passes, returns an error
+// wrapped with Stop, ctx ends, max has passed since the start (a
+// TimeoutError saying maxWhy) or expired, when set, gives a reason to give
+// up (a TimeoutError saying it).
+func loop(ctx context.Context, max, interval time.Duration, what string, check func(context.Context) error, expired func(start time.Time) string, maxWhy string) error {
 	if interval <= 0 {
 		interval = DefaultInterval
 	}
-	deadline := time.Now().Add(timeout)
-	ctx, cancel := context.WithDeadline(ctx, deadline)
+	start := time.Now()
+	ctx, cancel := context.WithDeadline(ctx, start.Add(max))
 	defer cancel()
 	ticker := time.NewTicker(interval)
 	defer ticker.Stop()
@@ -120,13 +104,18 @@ func UntilEvery(ctx context.Context, timeout, interval time.Duration, what strin
 		if ctx.Err() == nil || last == nil {
 			last = err
 		}
+		if expired != nil {
+			if why := expired(start); why != "" {
+				return &TimeoutError{What: what, Timeout: time.Since(start).Round(time.Millisecond), Last: last, Why: why}
+			}
+		}
 		select {
 		case <-ctx.Done():
-			if time.Now().Before(deadline) {
+			if time.Since(start) < max {
 				// The caller's context ended, not our deadline.
 				return fmt.Errorf("stopped waiting for %s: %w (last seen: %v)", what, context.Cause(ctx), last)
 			}
-			return &TimeoutError{What: what, Timeout: timeout, Last: last}
+			return &TimeoutError{What: what, Timeout: max, Last: last, Why: maxWhy}
 		case <-ticker.C:
 		}
 	}
