@@ -14,6 +14,7 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/multikueue-testkit/testkit/observe"
+	"github.com/multikueue-testkit/testkit/topology"
 	"github.com/multikueue-testkit/testkit/workload"
 )
 
@@ -95,7 +96,7 @@ func TestFailureTimelineNamesWhoMadeEachChange(t *testing.T) {
 // source (the API server logs in blocking mode), on the manager.
 func TestAuditWritesAreReadableWhenTheWriteReturns(t *testing.T) {
 	ctx := context.Background()
-	ap, ok := env.Topo.Provider().(observe.AuditProvider)
+	ap, ok := env.Topo.Provider().(topology.AuditProvider)
 	if !ok {
 		t.Fatalf("provider %s offers no audit source", env.Topo.ProviderName)
 	}
@@ -120,7 +121,7 @@ func TestAuditWritesAreReadableWhenTheWriteReturns(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if slices.ContainsFunc(ws, func(w observe.AuditWrite) bool { return w.Name == cq.Name && w.Verb == "patch" }) {
+			if slices.ContainsFunc(ws, func(w topology.AuditWrite) bool { return w.Name == cq.Name && w.Verb == "patch" }) {
 				break
 			}
 			if time.Since(start) > 10*time.Second {

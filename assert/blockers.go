@@ -10,6 +10,7 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/multikueue-testkit/testkit/observe"
+	"github.com/multikueue-testkit/testkit/topology"
 )
 
 // maxRefusalsShown bounds the refused writes a failure lists per cluster.
@@ -58,7 +59,7 @@ func (c *Checker) blockers(ctx context.Context, t target) []string {
 			unseen = append(unseen, cl)
 			continue
 		}
-		var mine []observe.AuditWrite
+		var mine []topology.AuditWrite
 		for _, w := range refused {
 			if w.Namespace == t.namespace && (w.Name == t.job || w.Name == t.workload) {
 				mine = append(mine, w)

@@ -134,7 +134,7 @@ func (c *Checker) multiKueueIdentities(ctx context.Context) []observe.Identity {
 	var out []observe.Identity
 	for _, w := range c.Topo.Workers {
 		if cc := c.checkCredentials(ctx, w.Name, false); cc.User != "" {
-			out = append(out, observe.Identity{Cluster: w.Name, User: cc.User, Role: observe.RoleMultiKueue})
+			out = append(out, observe.Identity{Cluster: w.Name, User: cc.User, Role: topology.WriterMultiKueue})
 		}
 	}
 	return out

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/multikueue-testkit/testkit/observe"
+	"github.com/multikueue-testkit/testkit/topology"
 )
 
 // A worker's Workload or job object is MultiKueue's remote copy only if it
@@ -191,7 +192,7 @@ func (c *Checker) foreignPresent(t target, cluster string) bool {
 // who refused it: with the guard (connect.InstallGuard) MultiKueue's
 // deletion of a worker's own Job changes nothing, yet it was tried. Refused
 // writes are read from audit sources that keep them
-// (observe.RefusalSource; the local topology's do).
+// (topology.RefusalSource; the local topology's do).
 func (c *Checker) ForeignUntouched(ctx context.Context) error {
 	mgr := c.Topo.Manager.Name
 	var found []touch
@@ -276,7 +277,7 @@ type attempt struct {
 	kind      observe.Kind
 	uid       types.UID
 	firstSeen time.Time
-	write     observe.AuditWrite
+	write     topology.AuditWrite
 	times     int
 	last      time.Time
 }
@@ -297,8 +298,8 @@ func (a attempt) String(t0 time.Time, multiKueue bool) string {
 
 // workerRefusals reads each worker's refused writes (observe.Observer.Refused)
 // since Checker.Since; a worker without them is left out.
-func (c *Checker) workerRefusals(ctx context.Context) map[string][]observe.AuditWrite {
-	out := map[string][]observe.AuditWrite{}
+func (c *Checker) workerRefusals(ctx context.Context) map[string][]topology.AuditWrite {
+	out := map[string][]topology.AuditWrite{}
 	for _, w := range c.Topo.Workers {
 		if ws, ok, _ := c.Obs.Refused(ctx, w.Name, c.Since); ok {
 			out[w.Name] = ws
@@ -311,7 +312,7 @@ func (c *Checker) workerRefusals(ctx context.Context) map[string][]observe.Audit
 // patches and deletes of a foreign object of kind namespace/name made while
 // it lived and a manager object of its name existed, by someone not known to
 // be the test, a cluster's own Kueue or the local agent.
-func (c *Checker) refusedTouches(refusals map[string][]observe.AuditWrite, kind observe.Kind, namespace, name string, events []observe.Event) []attempt {
+func (c *Checker) refusedTouches(refusals map[string][]topology.AuditWrite, kind observe.Kind, namespace, name string, events []observe.Event) []attempt {
 	if len(refusals) == 0 {
 		return nil
 	}
@@ -345,7 +346,7 @@ func (c *Checker) refusedTouches(refusals map[string][]observe.AuditWrite, kind 
 				continue
 			}
 			switch w.Role {
-			case observe.RoleTest, observe.RoleKueue, observe.RoleAgent:
+			case topology.WriterTest, topology.WriterKueue, topology.WriterAgent:
 				continue
 			}
 			if w.Received.Before(l.created.Add(-c.skew())) || (!l.deleted.IsZero() && w.Received.After(l.deleted)) {
@@ -444,7 +445,7 @@ func (c *Checker) attributeTouches(ctx context.Context, found []touch) []touch {
 	for i, f := range found {
 		f.event = attributed[i]
 		switch f.event.Actor.Role {
-		case observe.RoleTest, observe.RoleKueue, observe.RoleAgent:
+		case topology.WriterTest, topology.WriterKueue, topology.WriterAgent:
 			continue
 		}
 		out = append(out, f)

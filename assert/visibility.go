@@ -8,22 +8,13 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	visibility "sigs.k8s.io/kueue/apis/visibility/v1beta2"
 	visibilityclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 
 	"github.com/multikueue-testkit/testkit/internal/poll"
+	"github.com/multikueue-testkit/testkit/topology"
 )
-
-// ReplicaVisibility is implemented by providers that run several replicas
-// of a cluster's Kueue and can reach each one's visibility server directly,
-// not through the API server's routing (the local provider in HA mode:
-// local.Provider.VisibilityConfigs). The map is replica name → a rest.Config
-// whose Host is that replica's visibility server.
-type ReplicaVisibility interface {
-	VisibilityConfigs(cluster string) (map[string]*rest.Config, error)
-}
 
 // PendingQueue names the queue whose pending workloads PendingVisible asks
 // for: a ClusterQueue, or a LocalQueue (Namespace and LocalQueue), on
@@ -52,7 +43,7 @@ func (q PendingQueue) String() string {
 // another order fails it, named with what it answered. With no want, every
 // replica must list nothing.
 //
-// It needs a provider implementing ReplicaVisibility; it does not check the
+// It needs a provider implementing topology.ReplicaVisibility; it does not check the
 // APIService itself, positions beyond the order, nor priorities.
 func (c *Checker) PendingVisible(ctx context.Context, q PendingQueue, want ...client.Object) error {
 	if q.Cluster == "" {
@@ -79,10 +70,10 @@ func (c *Checker) PendingVisible(ctx context.Context, q PendingQueue, want ...cl
 		names = append(names, t.namespace+"/"+t.workload)
 	}
 	expected := "every Kueue replica of cluster " + fmt.Sprintf("%q", q.Cluster) + ", asked directly, lists the pending workloads " + showNames(names) + " in this order"
-	rv, ok := c.Topo.Provider().(ReplicaVisibility)
+	rv, ok := c.Topo.Provider().(topology.ReplicaVisibility)
 	if !ok {
 		return c.fail(ctx, &Failure{Assertion: "PendingVisible", Object: q.String(), Expected: expected,
-			Problems: []string{fmt.Sprintf("provider %q cannot reach Kueue's replicas directly (it does not implement assert.ReplicaVisibility)", c.Topo.ProviderName)}})
+			Problems: []string{fmt.Sprintf("provider %q cannot reach Kueue's replicas directly (it does not implement topology.ReplicaVisibility)", c.Topo.ProviderName)}})
 	}
 	cfgs, err := rv.VisibilityConfigs(q.Cluster)
 	if err != nil {

@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
@@ -24,24 +23,6 @@ import (
 // every event to the write that caused it. Without audit sources events stay
 // unattributed and timelines read as before.
 
-// Role is the part of a MultiKueue setup that made a change.
-type Role string
-
-const (
-	// RoleTest is the test itself (and the topology's setup): the admin
-	// credentials of topology.Cluster.Config.
-	RoleTest Role = "test"
-	// RoleKueue is the cluster's own Kueue (on the manager that includes
-	// MultiKueue's controllers writing manager objects).
-	RoleKueue Role = "Kueue"
-	// RoleMultiKueue is the manager's MultiKueue acting on a worker with the
-	// credentials its MultiKueueCluster names.
-	RoleMultiKueue Role = "MultiKueue"
-	// RoleAgent is the local topology's own clients in a cluster (the Ray
-	// dashboard stand-in, the HA readiness probe).
-	RoleAgent Role = "agent"
-)
-
 // Actor is who made a recorded change, as the API server's audit log names
 // the request that made it.
 type Actor struct {
@@ -50,7 +31,7 @@ type Actor struct {
 	// UserAgent is the client's User-Agent header.
 	UserAgent string
 	// Role is the part of the setup User stands for; empty when unknown.
-	Role Role
+	Role topology.WriterRole
 	// Verb is the request: create, update, patch, delete, with the
 	// subresource when there is one ("patch status").
 	Verb string
@@ -69,65 +50,18 @@ func (a Actor) IsZero() bool { return a.User == "" }
 func (a Actor) Describe(cluster string) string {
 	user := redact.String(a.User)
 	switch a.Role {
-	case RoleTest:
+	case topology.WriterTest:
 		return "the test (" + user + ")"
-	case RoleKueue:
+	case topology.WriterKueue:
 		return cluster + "'s Kueue (" + user + ")"
-	case RoleMultiKueue:
+	case topology.WriterMultiKueue:
 		return "MultiKueue (" + user + ")"
-	case RoleAgent:
+	case topology.WriterAgent:
 		return "the local agent (" + user + ")"
 	case "":
 		return user
 	}
 	return string(a.Role) + " (" + user + ")"
-}
-
-// AuditWrite is one write an API server completed, as its audit log records
-// it at the Metadata level (no request or response bodies).
-type AuditWrite struct {
-	// Received is the requestReceivedTimestamp, Completed the stageTimestamp
-	// of the ResponseComplete stage.
-	Received, Completed time.Time
-	Verb                string
-	Resource            schema.GroupResource
-	Subresource         string
-	Namespace, Name     string
-	// UID of the object when the request carried one (updates); empty for
-	// creates, patches and deletes.
-	UID       types.UID
-	Code      int32
-	User      string
-	UserAgent string
-	// Role is what the source knows User to be (a provider knows its own
-	// identities); empty when it does not.
-	Role Role
-	// RefusedBy and Message are set on a refused write (RefusalSource):
-	// what refused it (RBAC, a ValidatingAdmissionPolicy or an admission
-	// webhook by name, or the API server) and the API server's answer.
-	RefusedBy, Message string
-}
-
-// RefusalSource is implemented by an AuditSource that also keeps the writes
-// the API server refused (403 Forbidden, 422 Invalid): they change nothing,
-// so no watch shows them, yet they are often why a workload is stuck.
-type RefusalSource interface {
-	// Refused returns the refused writes whose request was received at or
-	// after since, in the order the API server answered them.
-	Refused(ctx context.Context, since time.Time) ([]AuditWrite, error)
-}
-
-// AuditSource gives one cluster's audited writes.
-type AuditSource interface {
-	// Writes returns the successful (2xx) writes whose request was received
-	// at or after since, in the order the API server completed them.
-	Writes(ctx context.Context, since time.Time) ([]AuditWrite, error)
-}
-
-// AuditProvider is implemented by a topology.Provider that can read its
-// clusters' audit logs. AuditSource returns nil for a cluster without one.
-type AuditProvider interface {
-	AuditSource(cluster string) AuditSource
 }
 
 // Identity gives a Role to a user on one cluster, for users the audit source
@@ -136,17 +70,17 @@ type AuditProvider interface {
 type Identity struct {
 	Cluster string
 	User    string
-	Role    Role
+	Role    topology.WriterRole
 }
 
 // auditSources returns the audit source of every cluster of topo that has
 // one.
-func auditSources(topo *topology.Topology) map[string]AuditSource {
-	ap, ok := topo.Provider().(AuditProvider)
+func auditSources(topo *topology.Topology) map[string]topology.AuditSource {
+	ap, ok := topo.Provider().(topology.AuditProvider)
 	if !ok {
 		return nil
 	}
-	out := map[string]AuditSource{}
+	out := map[string]topology.AuditSource{}
 	for _, c := range topo.Clusters() {
 		if s := ap.AuditSource(c.Name); s != nil {
 			out[c.Name] = s
@@ -158,8 +92,8 @@ func auditSources(topo *topology.Topology) map[string]AuditSource {
 // Refused returns the writes cluster's API server refused since (see
 // RefusalSource); readable is false when the cluster has no audit source or
 // its source does not keep refusals, so that "none" and "not seen" differ.
-func (o *Observer) Refused(ctx context.Context, cluster string, since time.Time) (writes []AuditWrite, readable bool, err error) {
-	rs, ok := o.audit[cluster].(RefusalSource)
+func (o *Observer) Refused(ctx context.Context, cluster string, since time.Time) (writes []topology.AuditWrite, readable bool, err error) {
+	rs, ok := o.audit[cluster].(topology.RefusalSource)
 	if !ok {
 		return nil, false, nil
 	}
@@ -260,7 +194,7 @@ func (o *Observer) Attribute(ctx context.Context, events []Event, ids ...Identit
 		namespace string
 		name      string
 	}
-	byObj := map[writeKey][]AuditWrite{}
+	byObj := map[writeKey][]topology.AuditWrite{}
 	var errs []error
 	for cluster, src := range o.audit {
 		writes, err := src.Writes(ctx, time.Time{})
@@ -273,7 +207,7 @@ func (o *Observer) Attribute(ctx context.Context, events []Event, ids ...Identit
 			byObj[k] = append(byObj[k], w)
 		}
 	}
-	roles := map[[2]string]Role{}
+	roles := map[[2]string]topology.WriterRole{}
 	for _, id := range ids {
 		roles[[2]string{id.Cluster, id.User}] = id.Role
 	}
@@ -329,8 +263,8 @@ func (o *Observer) Attribute(ctx context.Context, events []Event, ids ...Identit
 const generatedNameWindow = 5 * time.Second
 
 // lastCompleted is the last of one object's writes completed before e.
-func lastCompleted(writes []AuditWrite, e Event) (AuditWrite, bool) {
-	var best *AuditWrite
+func lastCompleted(writes []topology.AuditWrite, e Event) (topology.AuditWrite, bool) {
+	var best *topology.AuditWrite
 	for i := range writes {
 		w := &writes[i]
 		if w.Completed.After(e.Time) || (w.UID != "" && e.UID != "" && w.UID != e.UID) {
@@ -341,7 +275,7 @@ func lastCompleted(writes []AuditWrite, e Event) (AuditWrite, bool) {
 		}
 	}
 	if best == nil {
-		return AuditWrite{}, false
+		return topology.AuditWrite{}, false
 	}
 	return *best, true
 }
@@ -350,8 +284,8 @@ func lastCompleted(writes []AuditWrite, e Event) (AuditWrite, bool) {
 // fitting write received before the Observer saw the change. create
 // restricts the choice to create requests, a DeletionRequested event to
 // delete requests.
-func causeOf(writes []AuditWrite, e Event, create bool) (AuditWrite, bool) {
-	var best *AuditWrite
+func causeOf(writes []topology.AuditWrite, e Event, create bool) (topology.AuditWrite, bool) {
+	var best *topology.AuditWrite
 	for i := range writes {
 		w := &writes[i]
 		switch {
@@ -366,7 +300,7 @@ func causeOf(writes []AuditWrite, e Event, create bool) (AuditWrite, bool) {
 		}
 	}
 	if best == nil {
-		return AuditWrite{}, false
+		return topology.AuditWrite{}, false
 	}
 	return *best, true
 }

@@ -7,11 +7,15 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/multikueue-testkit/testkit/topology"
 )
 
-type writesSource []AuditWrite
+type writesSource []topology.AuditWrite
 
-func (s writesSource) Writes(context.Context, time.Time) ([]AuditWrite, error) { return s, nil }
+func (s writesSource) Writes(context.Context, time.Time) ([]topology.AuditWrite, error) {
+	return s, nil
+}
 
 // TestAttributeMatchesEachEventToItsWrite covers the matching rules on
 // hand-made audit records (the end-to-end proof is in package assert).
@@ -22,21 +26,21 @@ func TestAttributeMatchesEachEventToItsWrite(t *testing.T) {
 	job := schema.GroupResource{Group: "batch", Resource: "jobs"}
 	mkc := schema.GroupResource{Group: "kueue.x-k8s.io", Resource: "multikueueclusters"}
 	sa := "system:serviceaccount:kueue-system:multikueue-manager"
-	w := func(ms int, verb string, gr schema.GroupResource, sub, user string, role Role) AuditWrite {
-		return AuditWrite{Received: at(ms), Completed: at(ms + 2), Verb: verb, Resource: gr, Subresource: sub,
+	w := func(ms int, verb string, gr schema.GroupResource, sub, user string, role topology.WriterRole) topology.AuditWrite {
+		return topology.AuditWrite{Received: at(ms), Completed: at(ms + 2), Verb: verb, Resource: gr, Subresource: sub,
 			Namespace: "default", Name: "a", Code: 200, User: user, Role: role}
 	}
-	o := &Observer{audit: map[string]AuditSource{
+	o := &Observer{audit: map[string]topology.AuditSource{
 		"worker-1": writesSource{
 			w(100, "create", wl, "", sa, ""),
-			w(104, "patch", wl, "status", "kueue", RoleKueue), // completes after the creation was seen
-			w(10, "create", mkc, "", "mktk-admin", RoleTest),
-			w(20, "update", mkc, "status", "kueue", RoleKueue),
+			w(104, "patch", wl, "status", "kueue", topology.WriterKueue),
+			w(10, "create", mkc, "", "mktk-admin", topology.WriterTest),
+			w(20, "update", mkc, "status", "kueue", topology.WriterKueue),
 			w(200, "create", job, "", sa, ""),
-			w(300, "update", job, "status", "mktk-agent", RoleAgent),
+			w(300, "update", job, "status", "mktk-agent", topology.WriterAgent),
 			w(400, "delete", wl, "", sa, ""),
-			w(401, "update", wl, "", "kueue", RoleKueue), // finalizer removed
-			w(900, "patch", wl, "status", "kueue", RoleKueue),
+			w(401, "update", wl, "", "kueue", topology.WriterKueue),
+			w(900, "patch", wl, "status", "kueue", topology.WriterKueue),
 		},
 	}}
 	ev := func(ms int, cluster string, k Kind, typ Type) Event {
@@ -57,24 +61,24 @@ func TestAttributeMatchesEachEventToItsWrite(t *testing.T) {
 		ev(50, "worker-1", KindJob, JobStatus),               // before any write: unknown
 		ev(105, "manager", KindWorkload, Created),            // no audit source
 	}
-	got, err := o.Attribute(context.Background(), events, Identity{Cluster: "worker-1", User: sa, Role: RoleMultiKueue})
+	got, err := o.Attribute(context.Background(), events, Identity{Cluster: "worker-1", User: sa, Role: topology.WriterMultiKueue})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []struct {
 		user string
-		role Role
+		role topology.WriterRole
 		verb string
 	}{
-		{sa, RoleMultiKueue, "create"},
-		{sa, RoleMultiKueue, "create"},
-		{"kueue", RoleKueue, "patch status"},
-		{"mktk-admin", RoleTest, "create"},
-		{"kueue", RoleKueue, "update status"},
-		{sa, RoleMultiKueue, "create"},
-		{"mktk-agent", RoleAgent, "update status"},
-		{sa, RoleMultiKueue, "delete"},
-		{"kueue", RoleKueue, "update"},
+		{sa, topology.WriterMultiKueue, "create"},
+		{sa, topology.WriterMultiKueue, "create"},
+		{"kueue", topology.WriterKueue, "patch status"},
+		{"mktk-admin", topology.WriterTest, "create"},
+		{"kueue", topology.WriterKueue, "update status"},
+		{sa, topology.WriterMultiKueue, "create"},
+		{"mktk-agent", topology.WriterAgent, "update status"},
+		{sa, topology.WriterMultiKueue, "delete"},
+		{"kueue", topology.WriterKueue, "update"},
 		{"", "", ""},
 		{"", "", ""},
 	}

@@ -41,7 +41,7 @@ type Observer struct {
 	wrap     func(string, http.RoundTripper) http.RoundTripper
 	// audit is each cluster's audit source, when the provider has one
 	// (see Attribute).
-	audit map[string]AuditSource
+	audit map[string]topology.AuditSource
 
 	mu      sync.Mutex
 	records map[objKey]*record

@@ -58,7 +58,7 @@ func TestConnectorSwapMidRun(t *testing.T) {
 	a.SetupActive(ctx)
 
 	w1 := topo.Workers[0]
-	audit := topo.Provider().(observe.AuditProvider).AuditSource(w1.Name)
+	audit := topo.Provider().(topology.AuditProvider).AuditSource(w1.Name)
 	if audit == nil {
 		t.Fatalf("cluster %q has no audit log", w1.Name)
 	}
@@ -159,7 +159,7 @@ const switchGrace = 5 * time.Second
 // switchedTo checks the worker's audit log since the switch: MultiKueue wrote
 // as user newUser, and after newUser's first write oldUser wrote only for a
 // Job of inFlight (submitted before the switch) and only within switchGrace.
-func switchedTo(ctx context.Context, t *testing.T, audit observe.AuditSource, since time.Time, newUser, oldUser string, inFlight []*batchv1.Job) {
+func switchedTo(ctx context.Context, t *testing.T, audit topology.AuditSource, since time.Time, newUser, oldUser string, inFlight []*batchv1.Job) {
 	t.Helper()
 	var first time.Time
 	err := poll.Until(ctx, time.Minute, "a write by "+newUser, func(ctx context.Context) error {

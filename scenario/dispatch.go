@@ -200,6 +200,10 @@ func (r *Runner) Dispatch(ctx context.Context, o DispatchOptions) (DispatchResul
 // finally that no remote Workload or Job is left on any worker (NoOrphans).
 // The error joins every failed check. Dispatch judges more (LosersCleaned,
 // StatusSynced, the outcome, QuotaRespected) and every job kind.
+//
+// Deprecated: use Dispatch, which judges all of the above and more, for
+// every enabled job kind; DispatchJobs stays for the measurements that
+// compare against earlier runs of it and will be removed.
 func DispatchJobs(ctx context.Context, env *Env, o DispatchOptions) (DispatchResult, error) {
 	r, err := begin(env, "DispatchJobs")
 	if err != nil {

@@ -18,7 +18,6 @@ import (
 	configapi "sigs.k8s.io/kueue/apis/config/v1beta2"
 	visibilityclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 
-	"github.com/multikueue-testkit/testkit/assert"
 	"github.com/multikueue-testkit/testkit/internal/poll"
 	"github.com/multikueue-testkit/testkit/topology"
 	"github.com/multikueue-testkit/testkit/workload"
@@ -75,7 +74,7 @@ type FailoverResult struct {
 	// VisibilityProbes counts pendingworkloads requests for Cluster's
 	// ClusterQueue through its API server (the APIService); Survivor* the
 	// same sent directly to each surviving replica, when the provider can
-	// reach replicas (assert.ReplicaVisibility).
+	// reach replicas (topology.ReplicaVisibility).
 	VisibilityProbes, VisibilityFailures int
 	SurvivorProbes, SurvivorFailures     int
 	FirstErrors                          []string // up to 5 of the failures above
@@ -97,12 +96,6 @@ func (r FailoverResult) String() string {
 		r.Cluster, r.OldLeader, r.NewLeader, r.Takeover.Round(time.Millisecond), r.LeaseDuration, r.Creates, r.CreateFailures,
 		r.Cluster, r.WebhookProbes, r.WebhookFailures, r.VisibilityProbes, r.VisibilityFailures, r.SurvivorProbes, r.SurvivorFailures,
 		r.Submitting.Round(time.Millisecond), r.Checking.Round(time.Millisecond))
-}
-
-// replicaKiller is implemented by providers that can kill one replica of a
-// cluster's Kueue (local.Provider in HA mode).
-type replicaKiller interface {
-	KillReplica(ctx context.Context, cluster, replica string) error
 }
 
 // Failover is the leader-failover scenario for a Kueue that runs several
@@ -315,7 +308,7 @@ func clusterNamed(t *topology.Topology, name string) *topology.Cluster {
 // defaultStop kills the replica through the provider when it can, else
 // deletes the leader's Pod.
 func defaultStop(env *Env) func(ctx context.Context, c *topology.Cluster, holder string) error {
-	if k, ok := env.Topo.Provider().(replicaKiller); ok {
+	if k, ok := env.Topo.Provider().(topology.ReplicaKiller); ok {
 		return func(ctx context.Context, c *topology.Cluster, holder string) error {
 			return k.KillReplica(ctx, c.Name, replicaOfHolder(holder))
 		}
@@ -360,7 +353,7 @@ func newFailoverProbes(env *Env, c *topology.Cluster, leader string) (*failoverP
 	}
 	p := &failoverProbes{c: c, cq: env.Topo.Spec.Queues.ClusterQueue, ns: env.Topo.Spec.Queues.Namespaces[0],
 		queue: env.Topo.Spec.Queues.LocalQueue, api: api, survivors: map[string]visibilityclient.Interface{}}
-	if rv, ok := env.Topo.Provider().(assert.ReplicaVisibility); ok {
+	if rv, ok := env.Topo.Provider().(topology.ReplicaVisibility); ok {
 		cfgs, err := rv.VisibilityConfigs(c.Name)
 		if err == nil {
 			for name, cfg := range cfgs {

@@ -19,3 +19,9 @@ const (
 	OutcomeSucceeded = "Succeeded"
 	OutcomeFailed    = "Failed"
 )
+
+// DefaultJobImage is the image of the pods the workload builders make
+// (workload.DefaultImage): a busybox that sleeps for the run duration and
+// exits 0 or 1. Providers that load images onto nodes (kind) load it on the
+// workers, so that no job pulls from a registry.
+const DefaultJobImage = "registry.k8s.io/e2e-test-images/busybox:1.37.0-1"

@@ -63,17 +63,6 @@ func (t *Topology) learnFacts(ctx context.Context, given Options) (read bool, er
 
 func ptrTo[T any](v T) *T { return &v }
 
-// KueueConfigurationGiver is a Provider that knows the Configuration the
-// manager's Kueue runs without reading it from the cluster: a harness that
-// runs Kueue in-process, with no ConfigMap or Deployment to read, hands its
-// Configuration object over (existing.Options.KueueConfiguration). New and
-// Adopt then take the facts from it.
-type KueueConfigurationGiver interface {
-	// KueueConfiguration returns the Configuration, or nil when there is
-	// none to give, and where it came from, for reports.
-	KueueConfiguration() (cfg *configapi.Configuration, source string)
-}
-
 // readFacts reads Kueue's configuration: the one the provider hands over,
 // else the manager's.
 func (t *Topology) readFacts(ctx context.Context) (KueueFacts, error) {

@@ -73,14 +73,6 @@ type Topology struct {
 	closeErr  error
 }
 
-// ClusterKeeper is implemented by providers whose clusters outlive the
-// topology (existing clusters, kind clusters kept for reuse). Close then
-// deletes exactly the objects the topology and its connector created on them,
-// newest first, before the provider's own Close.
-type ClusterKeeper interface {
-	KeepsClusters() bool
-}
-
 // Provider returns the provider that made the topology; providers offer
 // extras through their own types (local.Provider.Dir, for example).
 func (t *Topology) Provider() Provider { return t.provider }

@@ -8,6 +8,8 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/multikueue-testkit/testkit/topology"
 )
 
 // DefaultImage is the container image of built Jobs and JobSets: the busybox
@@ -15,7 +17,7 @@ import (
 // multi-arch). The container runs `sh -c "sleep <seconds>; exit <code>"`, so
 // an image given with Image must have sh and a sleep that takes fractional
 // seconds.
-const DefaultImage = "registry.k8s.io/e2e-test-images/busybox:1.37.0-1"
+const DefaultImage = topology.DefaultJobImage
 
 // DefaultRunDuration is how long a built job runs when RunFor is not called,
 // on a kubelet and on the local topology's KWOK Nodes alike

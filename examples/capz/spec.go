@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/multikueue-testkit/testkit/assert"
+	"github.com/multikueue-testkit/testkit/observe"
 	"github.com/multikueue-testkit/testkit/scenario"
 	"github.com/multikueue-testkit/testkit/topology"
 	"github.com/multikueue-testkit/testkit/topology/capz"
@@ -137,7 +138,7 @@ func RunMultiKueue(ctx context.Context, t TB, bootstrap ClusterProxy, in Input) 
 	if jobs == 0 {
 		jobs = 10
 	}
-	res, err := scenario.DispatchJobs(ctx, env, scenario.DispatchOptions{Jobs: jobs, NamePrefix: "capz-burst", CPU: "100m", Memory: "64Mi", RunFor: 10 * time.Second})
+	res, err := scenario.Dispatch(ctx, env, scenario.DispatchOptions{Jobs: jobs, Kinds: []observe.Kind{observe.KindJob}, NamePrefix: "capz-burst", CPU: "100m", Memory: "64Mi", RunFor: 10 * time.Second})
 	if err != nil {
 		t.Errorf("burst of %d Jobs: %v", jobs, err)
 	}

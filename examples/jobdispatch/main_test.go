@@ -21,6 +21,7 @@ import (
 
 	"github.com/multikueue-testkit/testkit/assert"
 	"github.com/multikueue-testkit/testkit/examples/internal/substrate"
+	"github.com/multikueue-testkit/testkit/observe"
 	"github.com/multikueue-testkit/testkit/scenario"
 	"github.com/multikueue-testkit/testkit/scenario/envfuncs"
 	"github.com/multikueue-testkit/testkit/topology"
@@ -71,7 +72,7 @@ func TestBatchJobThroughMultiKueue(t *testing.T) {
 		}).
 		Assess("20 Jobs submitted at once", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			e := mustEnv(ctx, t)
-			if _, err := scenario.DispatchJobs(ctx, e, scenario.DispatchOptions{Jobs: 20, NamePrefix: "burst"}); err != nil {
+			if _, err := scenario.Dispatch(ctx, e, scenario.DispatchOptions{Jobs: 20, Kinds: []observe.Kind{observe.KindJob}, NamePrefix: "burst"}); err != nil {
 				t.Fatal(err)
 			}
 			return ctx

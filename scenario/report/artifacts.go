@@ -12,12 +12,6 @@ import (
 	"github.com/multikueue-testkit/testkit/topology"
 )
 
-// ClusterDirs is implemented by providers that keep each cluster's files
-// in Dir()/<cluster> (local.Provider).
-type ClusterDirs interface {
-	Dir() string
-}
-
 // LogFileNames returns the names of the log files CopyLogs copies from each
 // cluster's directory: Kueue's and the API server's.
 func LogFileNames() []string { return []string{"kueue.log", "kube-apiserver.log"} }
@@ -28,13 +22,13 @@ const DefaultLogLines = 300
 // CopyLogs copies the last lines of each cluster's Kueue log and API server
 // log to dst/<cluster>/<file>, redacted (tokens, PEM blocks, kubeconfig
 // credentials). It must run before the topology is closed (Close removes
-// the files). Providers without per-cluster directories (ClusterDirs) have
+// the files). Providers without per-cluster directories (topology.ClusterDirs) have
 // nothing to copy: it says so in the error. It returns the files written.
 func CopyLogs(topo *topology.Topology, dst string, lines int) ([]string, error) {
 	if lines <= 0 {
 		lines = DefaultLogLines
 	}
-	cd, ok := topo.Provider().(ClusterDirs)
+	cd, ok := topo.Provider().(topology.ClusterDirs)
 	if !ok || cd.Dir() == "" {
 		return nil, fmt.Errorf("provider %s keeps no cluster logs this report can copy", topo.ProviderName)
 	}

@@ -180,7 +180,7 @@ func runOne(ctx context.Context, o ScaleOptions, n int, pr *progress) (RunReport
 	rep.Run.StartupSeconds = round3(time.Since(rep.Run.Started).Seconds())
 	rep.Run.MemoryAfterStartBytes = TreeMemory()
 	var mem map[string]int64
-	if cd, ok := topo.Provider().(ClusterDirs); ok {
+	if cd, ok := topo.Provider().(topology.ClusterDirs); ok {
 		mem = MemoryByCluster(cd.Dir(), clusterNames(topo))
 	}
 	count(n + 1)

@@ -15,7 +15,6 @@ import (
 	"github.com/multikueue-testkit/testkit/internal/redact"
 	"github.com/multikueue-testkit/testkit/topology"
 	"github.com/multikueue-testkit/testkit/topology/install"
-	"github.com/multikueue-testkit/testkit/workload"
 )
 
 // ImageLoad says what happened to one image.
@@ -78,7 +77,7 @@ func (p imagePlan) forRole(role topology.Role) []string {
 // planImages decides what each role's nodes need so that no pod pulls from
 // a registry: the Kueue controller on every cluster, the JobSet controller on
 // every cluster when the JobSet integration is on, and on the workers the
-// image of the jobs the workload builders make (workload.DefaultImage) and
+// image of the jobs the workload builders make (topology.DefaultJobImage) and
 // Options.ExtraImages. Manager job objects are suspended (MultiKueue runs
 // them on the workers), so the manager needs no job image.
 func planImages(kueueRef, jobSetRef string, extra []string) imagePlan {
@@ -87,7 +86,7 @@ func planImages(kueueRef, jobSetRef string, extra []string) imagePlan {
 	if jobSetRef != "" {
 		p.add(jobSetRef, topology.RoleManager, topology.RoleWorker)
 	}
-	p.add(workload.DefaultImage, topology.RoleWorker)
+	p.add(topology.DefaultJobImage, topology.RoleWorker)
 	for _, img := range extra {
 		p.add(img, topology.RoleWorker)
 	}

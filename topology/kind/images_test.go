@@ -9,7 +9,6 @@ import (
 
 	"github.com/multikueue-testkit/testkit/topology"
 	"github.com/multikueue-testkit/testkit/topology/install"
-	"github.com/multikueue-testkit/testkit/workload"
 )
 
 func TestPlanImages(t *testing.T) {
@@ -17,14 +16,14 @@ func TestPlanImages(t *testing.T) {
 	if got := p.forRole(topology.RoleManager); !slices.Equal(got, []string{"k/kueue:v1"}) {
 		t.Errorf("manager images %v, want Kueue's only (its jobs are suspended)", got)
 	}
-	if got := p.forRole(topology.RoleWorker); !slices.Equal(got, []string{"k/kueue:v1", workload.DefaultImage}) {
+	if got := p.forRole(topology.RoleWorker); !slices.Equal(got, []string{"k/kueue:v1", topology.DefaultJobImage}) {
 		t.Errorf("worker images %v, want Kueue's and the job image", got)
 	}
-	p = planImages("k/kueue:v1", "j/jobset:v2", []string{"my/app:3", workload.DefaultImage})
+	p = planImages("k/kueue:v1", "j/jobset:v2", []string{"my/app:3", topology.DefaultJobImage})
 	if got := p.forRole(topology.RoleManager); !slices.Equal(got, []string{"j/jobset:v2", "k/kueue:v1"}) {
 		t.Errorf("manager images with JobSet %v", got)
 	}
-	if got := p.forRole(topology.RoleWorker); !slices.Equal(got, []string{"j/jobset:v2", "k/kueue:v1", "my/app:3", workload.DefaultImage}) {
+	if got := p.forRole(topology.RoleWorker); !slices.Equal(got, []string{"j/jobset:v2", "k/kueue:v1", "my/app:3", topology.DefaultJobImage}) {
 		t.Errorf("worker images with JobSet and extras %v (each once)", got)
 	}
 }

@@ -29,7 +29,7 @@
 //     network) for the manager's Kueue (Cluster.ManagerServer), which the
 //     connectors write into the credentials they give Kueue.
 //  3. Images: the Kueue and JobSet controller images the charts deploy and
-//     the job image of the workload builders (workload.DefaultImage), plus
+//     the job image of the workload builders (topology.DefaultJobImage), plus
 //     Options.ExtraImages, are saved from the local runtime and loaded into
 //     the nodes (kind's nodeutils.LoadImageArchive) when present locally;
 //     the charts pull IfNotPresent, so no node pulls what was loaded.

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -16,9 +17,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	"sigs.k8s.io/yaml"
 
-	"github.com/multikueue-testkit/testkit/observe"
 	"github.com/multikueue-testkit/testkit/topology"
 )
 
@@ -48,23 +49,23 @@ const (
 // Roles of the real controllers the local topology runs, as timelines name
 // them ("kube-controller-manager (system:kube-controller-manager)").
 const (
-	roleControllerManager observe.Role = "kube-controller-manager"
-	roleJobSet            observe.Role = "the JobSet controller"
-	roleKubeRay           observe.Role = "the KubeRay operator"
-	roleScheduler         observe.Role = "kube-scheduler"
-	roleKWOK              observe.Role = "the KWOK controller (the kubelet's part)"
-	roleAutoscaler        observe.Role = "the simulated autoscaler"
+	roleControllerManager topology.WriterRole = "kube-controller-manager"
+	roleJobSet            topology.WriterRole = "the JobSet controller"
+	roleKubeRay           topology.WriterRole = "the KubeRay operator"
+	roleScheduler         topology.WriterRole = "kube-scheduler"
+	roleKWOK              topology.WriterRole = "the KWOK controller (the kubelet's part)"
+	roleAutoscaler        topology.WriterRole = "the simulated autoscaler"
 )
 
 // roleOf maps the local identities to their roles.
-func roleOf(user string) observe.Role {
+func roleOf(user string) topology.WriterRole {
 	switch user {
 	case adminUser:
-		return observe.RoleTest
+		return topology.WriterTest
 	case kueueUser:
-		return observe.RoleKueue
+		return topology.WriterKueue
 	case agentUser:
-		return observe.RoleAgent
+		return topology.WriterAgent
 	case kcmUser:
 		return roleControllerManager
 	case jobsetUser:
@@ -84,15 +85,12 @@ func roleOf(user string) observe.Role {
 // auditPolicy is the audit policy every API server of spec's topology runs:
 // the writes (create, update, patch, delete, deletecollection), at the
 // Metadata level, to the resources the Observer records
-// (observe.AuditedResources, subresources included), to Secrets in Kueue's
+// (auditedResources, subresources included), to Secrets in Kueue's
 // namespace and to ClusterProfiles, to pods (bindings and status included)
 // and to Nodes; nothing else, and only the
 // ResponseComplete stage.
 func auditPolicy(spec topology.Spec) ([]byte, error) {
-	watched, err := observe.AuditedResources(spec.Kueue.Integrations)
-	if err != nil {
-		return nil, err
-	}
+	watched := auditedResources(spec.Kueue.Integrations)
 	writes := []string{"create", "update", "patch", "delete", "deletecollection"}
 	byGroup := map[string][]string{}
 	add := func(gr schema.GroupResource) {
@@ -127,37 +125,37 @@ func auditPolicy(spec topology.Spec) ([]byte, error) {
 }
 
 // auditLog is one cluster's audit log file, read incrementally. It
-// implements observe.AuditSource.
+// implements topology.AuditSource.
 type auditLog struct {
 	path string
 
 	mu      sync.Mutex
 	offset  int64
 	partial []byte // a line not yet terminated
-	writes  []observe.AuditWrite
-	refused []observe.AuditWrite
+	writes  []topology.AuditWrite
+	refused []topology.AuditWrite
 }
 
 var (
-	_ observe.AuditSource   = (*auditLog)(nil)
-	_ observe.RefusalSource = (*auditLog)(nil)
+	_ topology.AuditSource   = (*auditLog)(nil)
+	_ topology.RefusalSource = (*auditLog)(nil)
 )
 
-// Writes implements observe.AuditSource: it reads what the API server
+// Writes implements topology.AuditSource: it reads what the API server
 // appended since the last call.
-func (a *auditLog) Writes(_ context.Context, since time.Time) ([]observe.AuditWrite, error) {
-	return a.read(func() []observe.AuditWrite { return a.writes }, since)
+func (a *auditLog) Writes(_ context.Context, since time.Time) ([]topology.AuditWrite, error) {
+	return a.read(func() []topology.AuditWrite { return a.writes }, since)
 }
 
-// Refused implements observe.RefusalSource: the writes the API server
+// Refused implements topology.RefusalSource: the writes the API server
 // answered 403 or 422.
-func (a *auditLog) Refused(_ context.Context, since time.Time) ([]observe.AuditWrite, error) {
-	return a.read(func() []observe.AuditWrite { return a.refused }, since)
+func (a *auditLog) Refused(_ context.Context, since time.Time) ([]topology.AuditWrite, error) {
+	return a.read(func() []topology.AuditWrite { return a.refused }, since)
 }
 
 // read reads what the API server appended, then returns the writes of
 // list received at or after since.
-func (a *auditLog) read(list func() []observe.AuditWrite, since time.Time) ([]observe.AuditWrite, error) {
+func (a *auditLog) read(list func() []topology.AuditWrite, since time.Time) ([]topology.AuditWrite, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if err := a.readNew(); err != nil {
@@ -167,8 +165,8 @@ func (a *auditLog) read(list func() []observe.AuditWrite, since time.Time) ([]ob
 }
 
 // receivedSince is the writes received at or after since.
-func receivedSince(writes []observe.AuditWrite, since time.Time) []observe.AuditWrite {
-	var out []observe.AuditWrite
+func receivedSince(writes []topology.AuditWrite, since time.Time) []topology.AuditWrite {
+	var out []topology.AuditWrite
 	for _, w := range writes {
 		if !w.Received.Before(since) {
 			out = append(out, w)
@@ -223,21 +221,21 @@ func (a *auditLog) readNew() error {
 // parseAuditLine turns one audit event into a write; false for anything but
 // a completed request on an object that succeeded or was refused (403, 422;
 // RefusedBy set).
-func parseAuditLine(line []byte) (observe.AuditWrite, bool) {
+func parseAuditLine(line []byte) (topology.AuditWrite, bool) {
 	var ev auditv1.Event
 	if len(bytes.TrimSpace(line)) == 0 || json.Unmarshal(line, &ev) != nil {
-		return observe.AuditWrite{}, false
+		return topology.AuditWrite{}, false
 	}
 	ref := ev.ObjectRef
 	if ev.Stage != auditv1.StageResponseComplete || ref == nil || ev.ResponseStatus == nil {
-		return observe.AuditWrite{}, false
+		return topology.AuditWrite{}, false
 	}
 	code := ev.ResponseStatus.Code
 	refused := code == http.StatusForbidden || code == http.StatusUnprocessableEntity
 	if !refused && (code < 200 || code > 299) {
-		return observe.AuditWrite{}, false
+		return topology.AuditWrite{}, false
 	}
-	w := observe.AuditWrite{
+	w := topology.AuditWrite{
 		Received: ev.RequestReceivedTimestamp.Time, Completed: ev.StageTimestamp.Time,
 		Verb: ev.Verb, Resource: schema.GroupResource{Group: ref.APIGroup, Resource: ref.Resource}, Subresource: ref.Subresource,
 		Namespace: ref.Namespace, Name: ref.Name, UID: ref.UID, Code: code,
@@ -271,10 +269,10 @@ func refuser(annotations map[string]string, message string, code int32) string {
 	return fmt.Sprintf("the API server (%d)", code)
 }
 
-// AuditSource implements observe.AuditProvider: the audit log of the named
+// AuditSource implements topology.AuditProvider: the audit log of the named
 // cluster, nil when audit is off (Options.DisableAudit) or the cluster is
 // unknown.
-func (p *Provider) AuditSource(cluster string) observe.AuditSource {
+func (p *Provider) AuditSource(cluster string) topology.AuditSource {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, lc := range p.clusters {
@@ -285,7 +283,13 @@ func (p *Provider) AuditSource(cluster string) observe.AuditSource {
 	return nil
 }
 
-var _ observe.AuditProvider = (*Provider)(nil)
+// What the local provider offers beyond topology.Provider (topology/capabilities.go).
+var (
+	_ topology.AuditProvider     = (*Provider)(nil)
+	_ topology.ClusterDirs       = (*Provider)(nil)
+	_ topology.ReplicaVisibility = (*Provider)(nil)
+	_ topology.ReplicaKiller     = (*Provider)(nil)
+)
 
 // enableAudit writes the policy into the cluster's directory; the API server
 // then starts with it, logging to audit.log next to it.
@@ -295,4 +299,33 @@ func (cp *controlPlane) enableAudit(policy []byte) error {
 	}
 	cp.audit = &auditLog{path: cp.file(auditLogFile)}
 	return nil
+}
+
+// auditedResources is what the Observer records, as API resources: Kueue's
+// Workloads, MultiKueueClusters and ClusterQueues, pods, and the job kind of
+// every enabled integration (batch/job always). An integration names its
+// kind as group/kind ("jobset.x-k8s.io/jobset"), whose resource is the
+// lower-case plural; the built-in ones have no group in their name.
+func auditedResources(integrations []string) []schema.GroupResource {
+	out := []schema.GroupResource{
+		{Group: kueue.SchemeGroupVersion.Group, Resource: "workloads"},
+		{Group: kueue.SchemeGroupVersion.Group, Resource: "multikueueclusters"},
+		{Group: kueue.SchemeGroupVersion.Group, Resource: "clusterqueues"},
+		{Resource: "pods"},
+	}
+	builtin := map[string]schema.GroupResource{
+		"pod":         {Resource: "pods"},
+		"deployment":  {Group: "apps", Resource: "deployments"},
+		"statefulset": {Group: "apps", Resource: "statefulsets"},
+	}
+	for _, in := range append([]string{topology.IntegrationBatchJob}, integrations...) {
+		gr, ok := builtin[in]
+		if group, kind, found := strings.Cut(in, "/"); found {
+			gr, ok = schema.GroupResource{Group: group, Resource: strings.ToLower(kind) + "s"}, true
+		}
+		if ok && !slices.Contains(out, gr) {
+			out = append(out, gr)
+		}
+	}
+	return out
 }

@@ -12,7 +12,6 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 
-	"github.com/multikueue-testkit/testkit/observe"
 	"github.com/multikueue-testkit/testkit/topology"
 )
 
@@ -106,7 +105,7 @@ func TestAuditLogReadsAppendedLinesOnly(t *testing.T) {
 	if err != nil || len(w) != 2 {
 		t.Fatalf("second read: %+v, %v", w, err)
 	}
-	if got := w[1]; got.Subresource != "status" || got.UID != "u1" || got.Role != observe.RoleAgent {
+	if got := w[1]; got.Subresource != "status" || got.UID != "u1" || got.Role != topology.WriterAgent {
 		t.Errorf("status update parsed as %+v", got)
 	}
 	since, _ := time.Parse(time.RFC3339, "2026-01-02T10:00:01Z")
