@@ -128,7 +128,7 @@ func TestFailoverOnRealClusters(t *testing.T) {
 		t.Skip("MKTK_KUBECONFIGS is not set")
 	}
 	ctx := context.Background()
-	topo, err := existing.New(ctx, o, topology.Options{})
+	topo, err := existing.New(ctx, topology.Options{}, o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -85,10 +85,10 @@ func inputFromEnv() (Input, error) {
 			}
 		}
 		switch m := existing.Mode(os.Getenv(existing.EnvAttachMode)); m {
-		case "", existing.Adopt, existing.Wire:
+		case "", existing.ModeAdopt, existing.ModeWire:
 			a.Mode = m
 		default:
-			return Input{}, fmt.Errorf("%s=%q: use %q or %q", existing.EnvAttachMode, m, existing.Adopt, existing.Wire)
+			return Input{}, fmt.Errorf("%s=%q: use %q or %q", existing.EnvAttachMode, m, existing.ModeAdopt, existing.ModeWire)
 		}
 		return Input{Attach: a}, nil
 	}

@@ -83,7 +83,7 @@ func RunMultiKueue(ctx context.Context, t TB, bootstrap ClusterProxy, in Input) 
 		for _, w := range o.Workers {
 			names = append(names, w.Name)
 		}
-		topo, err = capz.New(ctx, o, opts)
+		topo, err = capz.New(ctx, opts, o)
 	} else {
 		if in.Attach == nil {
 			t.Fatalf("Input: neither Provision nor Attach given")
@@ -98,7 +98,7 @@ func RunMultiKueue(ctx context.Context, t TB, bootstrap ClusterProxy, in Input) 
 			for _, c := range append([]existing.Cluster{eo.Manager}, eo.Workers...) {
 				names = append(names, c.Name)
 			}
-			topo, err = existing.New(ctx, eo, opts)
+			topo, err = existing.New(ctx, opts, eo)
 		} else {
 			names = append(append(names, a.Manager), a.Workers...)
 		}

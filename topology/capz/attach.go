@@ -31,8 +31,8 @@ type AttachOptions struct {
 	// ("multikueue-testkit/role=worker,multikueue-testkit/manager=mk"); the
 	// matches, manager excluded, sorted by name, are the workers.
 	WorkerSelector string
-	// Mode is existing.Adopt (default: MultiKueue is set up already) or
-	// existing.Wire.
+	// Mode is existing.ModeAdopt (default: MultiKueue is set up already) or
+	// existing.ModeWire.
 	Mode existing.Mode
 	// AdmissionCheck, in adopt mode, names the MultiKueue AdmissionCheck when
 	// the manager has several.
@@ -44,13 +44,13 @@ type AttachOptions struct {
 
 // Attach attaches the Clusters o selects: Select, then existing.New. Each
 // cluster's name in the topology is its Cluster's name (in adopt mode a
-// worker may be renamed after its MultiKueueCluster, see existing.Adopt).
-func Attach(ctx context.Context, o AttachOptions, opts topology.Options) (*topology.Topology, error) {
+// worker may be renamed after its MultiKueueCluster, see existing.ModeAdopt).
+func Attach(ctx context.Context, opts topology.Options, o AttachOptions) (*topology.Topology, error) {
 	eo, err := Select(ctx, o)
 	if err != nil {
 		return nil, err
 	}
-	return existing.New(ctx, eo, opts)
+	return existing.New(ctx, opts, eo)
 }
 
 // Select reads the kubeconfig Secrets ("<cluster>-kubeconfig", key "value")
@@ -65,7 +65,7 @@ func Select(ctx context.Context, o AttachOptions) (existing.Options, error) {
 		o.Namespace = DefaultNamespace
 	}
 	if o.Mode == "" {
-		o.Mode = existing.Adopt
+		o.Mode = existing.ModeAdopt
 	}
 	if o.Manager == "" {
 		return existing.Options{}, errors.New("capz: AttachOptions.Manager: empty; name the manager's Cluster")

@@ -192,7 +192,7 @@ func TestCAPZOnASimulatedManagementCluster(t *testing.T) {
 			return err
 		}
 		start := time.Now()
-		topo, err := capz.New(ctx, o, topology.Options{Progress: progress, Kueue: m.kueueOpt})
+		topo, err := capz.New(ctx, topology.Options{Progress: progress, Kueue: m.kueueOpt}, o)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -289,9 +289,12 @@ func TestCAPZOnASimulatedManagementCluster(t *testing.T) {
 			!strings.Contains(err.Error(), `has no Cluster default/worker-9 (it has [manager worker-1 worker-2])`) {
 			t.Errorf("Select of a missing Cluster: err = %v", err)
 		}
-		adopted, err := capz.Attach(ctx, capz.AttachOptions{
-			Management: m.mgmt, Manager: "manager", WorkerSelector: capz.LabelRole + "=worker,suite=capz-test",
-		}, topology.Options{Progress: progress})
+		adopted, err := capz.Attach(ctx,
+
+			topology.Options{Progress: progress}, capz.AttachOptions{
+				Management: m.mgmt, Manager: "manager", WorkerSelector: capz.LabelRole + "=worker,suite=capz-test",
+			})
+
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -349,7 +352,7 @@ func TestCAPZOnASimulatedManagementCluster(t *testing.T) {
 		o.ReadyTimeout, o.DeleteTimeout = 3*time.Second, 2*time.Second
 		o.Kueue.Skip = true
 		start := time.Now()
-		_, err := capz.New(ctx, o, topology.Options{Progress: progress, Kueue: m.kueueOpt})
+		_, err := capz.New(ctx, topology.Options{Progress: progress, Kueue: m.kueueOpt}, o)
 		took := time.Since(start)
 		t.Logf("failed after %s: %v", took.Round(time.Millisecond), err)
 		if err == nil {
@@ -382,12 +385,12 @@ func TestCAPZOnASimulatedManagementCluster(t *testing.T) {
 		ctx := context.Background()
 		o := m.options("cc-mgr", "cc-w")
 		o.ClusterClass.Name = "nope"
-		if _, err := capz.New(ctx, o, topology.Options{}); err == nil || !strings.Contains(err.Error(), `Options.ClusterClass: management cluster "management" has no ClusterClass default/nope`) {
+		if _, err := capz.New(ctx, topology.Options{}, o); err == nil || !strings.Contains(err.Error(), `Options.ClusterClass: management cluster "management" has no ClusterClass default/nope`) {
 			t.Errorf("missing ClusterClass: err = %v", err)
 		}
 		o = m.options("cc-mgr", "cc-w")
 		o.Workers[0].MachinePools = []capz.MachinePool{{Name: "mp-0", Class: "gpu-pool", Replicas: 1}}
-		if _, err := capz.New(ctx, o, topology.Options{}); err == nil || !strings.Contains(err.Error(), `Options.Workers[0].MachinePools[0].Class: "gpu-pool" is not a machinePool class of ClusterClass default/aks-clusterclass (it has [default-system default-worker])`) {
+		if _, err := capz.New(ctx, topology.Options{}, o); err == nil || !strings.Contains(err.Error(), `Options.Workers[0].MachinePools[0].Class: "gpu-pool" is not a machinePool class of ClusterClass default/aks-clusterclass (it has [default-system default-worker])`) {
 			t.Errorf("missing pool class: err = %v", err)
 		}
 		if left := m.clustersLeft(t, "cc-mgr", "cc-w"); len(left) > 0 {

@@ -33,7 +33,7 @@ import (
 // topology.Options.ManagerName and WorkerNames come from o (a conflicting
 // value is an error); quotas, queues, Kueue settings and Progress are used
 // as on any topology. On any error, what was created so far is deleted.
-func New(ctx context.Context, o Options, opts topology.Options) (*topology.Topology, error) {
+func New(ctx context.Context, opts topology.Options, o Options) (*topology.Topology, error) {
 	p, err := NewProvider(o)
 	if err != nil {
 		return nil, err
@@ -172,7 +172,7 @@ func (p *Provider) Provision(ctx context.Context, spec topology.Spec) (*topology
 	if err := p.install(ctx, spec, attached); err != nil {
 		return nil, nil, err
 	}
-	eo := existing.Options{Mode: existing.Wire, Manager: attached[0], Workers: attached[1:]}
+	eo := existing.Options{Mode: existing.ModeWire, Manager: attached[0], Workers: attached[1:]}
 	return existing.NewProvider(eo).Provision(ctx, spec)
 }
 

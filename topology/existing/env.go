@@ -39,10 +39,10 @@ func FromEnv() (o Options, ok bool, err error) {
 	mode := Mode(strings.TrimSpace(os.Getenv(EnvAttachMode)))
 	switch mode {
 	case "":
-		mode = Adopt
-	case Adopt, Wire:
+		mode = ModeAdopt
+	case ModeAdopt, ModeWire:
 	default:
-		return Options{}, true, fmt.Errorf("existing: %s=%q: use %q or %q", EnvAttachMode, mode, Adopt, Wire)
+		return Options{}, true, fmt.Errorf("existing: %s=%q: use %q or %q", EnvAttachMode, mode, ModeAdopt, ModeWire)
 	}
 	return Options{Manager: mgr, Workers: workers, Mode: mode}, true, nil
 }

@@ -90,11 +90,11 @@ func TestFromEnv(t *testing.T) {
 	writeKubeconfig(t, filepath.Join(dir, "w"), "https://w:6443")
 	t.Setenv(EnvKubeconfigs, dir)
 	o, ok, err := FromEnv()
-	if !ok || err != nil || o.Mode != Adopt {
+	if !ok || err != nil || o.Mode != ModeAdopt {
 		t.Fatalf("dir: ok=%v err=%v mode=%q; want adopt by default", ok, err, o.Mode)
 	}
 	t.Setenv(EnvAttachMode, "wire")
-	if o, _, _ := FromEnv(); o.Mode != Wire {
+	if o, _, _ := FromEnv(); o.Mode != ModeWire {
 		t.Errorf("mode %q; want wire", o.Mode)
 	}
 	t.Setenv(EnvAttachMode, "borrow")

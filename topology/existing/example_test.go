@@ -33,11 +33,11 @@ func ExampleNew_capzSpec() {
 		return // this example compiles; it needs real clusters to run
 	}
 	ctx := context.Background()
-	o := existing.Options{Mode: existing.Adopt, Manager: existing.Proxy(managerProxy)}
+	o := existing.Options{Mode: existing.ModeAdopt, Manager: existing.Proxy(managerProxy)}
 	for _, p := range workerProxies {
 		o.Workers = append(o.Workers, existing.Proxy(p))
 	}
-	topo, err := existing.New(ctx, o, topology.Options{Progress: os.Stderr})
+	topo, err := existing.New(ctx, topology.Options{Progress: os.Stderr}, o)
 	if err != nil {
 		panic(err)
 	}
@@ -67,12 +67,15 @@ func ExampleNew_kueueIntegrationTest() {
 		return // this example compiles; it needs the test's clusters to run
 	}
 	ctx := context.Background()
-	topo, err := existing.New(ctx, existing.Options{
-		Mode:               existing.Wire,
-		Manager:            existing.RESTConfig("manager", managerCfg),
-		Workers:            []existing.Cluster{existing.RESTConfig("worker1", worker1Cfg), existing.RESTConfig("worker2", worker2Cfg)},
-		KueueConfiguration: kueueCfg,
-	}, topology.Options{WorkerQuota: topology.Quota{CPU: "2", Memory: "4Gi"}})
+	topo, err := existing.New(ctx,
+
+		topology.Options{WorkerQuota: topology.Quota{CPU: "2", Memory: "4Gi"}}, existing.Options{
+			Mode:               existing.ModeWire,
+			Manager:            existing.RESTConfig("manager", managerCfg),
+			Workers:            []existing.Cluster{existing.RESTConfig("worker1", worker1Cfg), existing.RESTConfig("worker2", worker2Cfg)},
+			KueueConfiguration: kueueCfg,
+		})
+
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,21 +5,21 @@
 //
 // Two modes:
 //
-//   - Adopt: MultiKueue is already set up on the manager. The provider finds
+//   - ModeAdopt: MultiKueue is already set up on the manager. The provider finds
 //     the MultiKueue AdmissionCheck, its MultiKueueConfig and
 //     MultiKueueClusters, maps each worker to its MultiKueueCluster (by name,
 //     else by API server address), and reads Kueue's configuration, quotas
 //     and queue names from the clusters. It creates nothing and Close
 //     removes nothing.
 //
-//   - Wire: the provider creates the MultiKueue objects with a Connector, as
+//   - ModeWire: the provider creates the MultiKueue objects with a Connector, as
 //     the local provider does, and Close removes exactly what it created.
 //
 // For example:
 //
 //	mgr, _ := existing.Kubeconfig("manager", "/path/manager.kubeconfig", "")
 //	w1, _ := existing.Kubeconfig("worker-1", "/path/w1.kubeconfig", "")
-//	topo, err := existing.New(ctx, existing.Options{Manager: mgr, Workers: []existing.Cluster{w1}, Mode: existing.Wire}, topology.Options{})
+//	topo, err := existing.New(ctx, topology.Options{}, existing.Options{Manager: mgr, Workers: []existing.Cluster{w1}, Mode: existing.ModeWire})
 package existing
 
 import (
@@ -99,20 +99,20 @@ type clientGetter interface{ GetClient() client.Client }
 // client of your own instead, if you have one with Kueue's types.
 func Proxy(p ClusterProxy) Cluster { return Cluster{Name: p.GetName(), Config: p.GetRESTConfig()} }
 
-// Mode says whether MultiKueue is already set up (Adopt) or to be set up
-// (Wire).
+// Mode says whether MultiKueue is already set up (ModeAdopt) or to be set up
+// (ModeWire).
 type Mode string
 
 const (
-	Adopt Mode = "adopt"
-	Wire  Mode = "wire"
+	ModeAdopt Mode = "adopt"
+	ModeWire  Mode = "wire"
 )
 
 // Options say which clusters to attach and how.
 type Options struct {
 	Manager Cluster
 	Workers []Cluster
-	// Mode is Adopt or Wire; required.
+	// Mode is ModeAdopt or ModeWire; required.
 	Mode Mode
 	// AdmissionCheck, in adopt mode, names the MultiKueue AdmissionCheck when
 	// the manager has several.
@@ -137,13 +137,13 @@ type Options struct {
 // needs from Kueue is checked against what the manager runs); Kueue values,
 // in either mode, are checked against what the manager runs. Close the
 // topology when done.
-func New(ctx context.Context, o Options, opts topology.Options) (*topology.Topology, error) {
+func New(ctx context.Context, opts topology.Options, o Options) (*topology.Topology, error) {
 	if err := o.validate(&opts); err != nil {
 		return nil, err
 	}
 	p := &Provider{opts: o}
 	switch o.Mode {
-	case Adopt:
+	case ModeAdopt:
 		return topology.Adopt(ctx, p, opts, topology.AdoptOptions{AdmissionCheck: o.AdmissionCheck})
 	default:
 		if opts.Connector == nil {
@@ -159,11 +159,11 @@ func New(ctx context.Context, o Options, opts topology.Options) (*topology.Topol
 
 func (o Options) validate(opts *topology.Options) error {
 	switch o.Mode {
-	case Adopt, Wire:
+	case ModeAdopt, ModeWire:
 	case "":
-		return errors.New("existing: Options.Mode: empty; use existing.Adopt (MultiKueue already set up) or existing.Wire (set it up)")
+		return errors.New("existing: Options.Mode: empty; use existing.ModeAdopt (MultiKueue already set up) or existing.ModeWire (set it up)")
 	default:
-		return fmt.Errorf("existing: Options.Mode: %q; use existing.Adopt or existing.Wire", o.Mode)
+		return fmt.Errorf("existing: Options.Mode: %q; use existing.ModeAdopt or existing.ModeWire", o.Mode)
 	}
 	if len(o.Workers) == 0 {
 		return errors.New("existing: Options.Workers: no worker clusters given")

@@ -89,11 +89,11 @@ func TestWireAttachesClustersByKubeconfig(t *testing.T) {
 	if err := mgr.Client.List(ctx, &mkcs); err != nil || len(mkcs.Items) != 0 {
 		t.Fatalf("the bare manager has MultiKueueClusters %v (err %v); want none", mkcs.Items, err)
 	}
-	o := existing.Options{Mode: existing.Wire, Manager: kubeconfigFile(t, "manager", mgr)}
+	o := existing.Options{Mode: existing.ModeWire, Manager: kubeconfigFile(t, "manager", mgr)}
 	for _, w := range workers {
 		o.Workers = append(o.Workers, kubeconfigFile(t, w.Name, w))
 	}
-	topo, err := existing.New(ctx, o, topology.Options{Progress: testlog.Writer(t)})
+	topo, err := existing.New(ctx, topology.Options{Progress: testlog.Writer(t)}, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,9 +148,9 @@ func TestAdoptReadsTheSetupFromTheClusters(t *testing.T) {
 
 	// The user's names for the workers are not the MultiKueueCluster names;
 	// given in the other order.
-	o := existing.Options{Mode: existing.Adopt, Manager: kubeconfigFile(t, "hub", orig.Manager),
+	o := existing.Options{Mode: existing.ModeAdopt, Manager: kubeconfigFile(t, "hub", orig.Manager),
 		Workers: []existing.Cluster{kubeconfigFile(t, "west", orig.Workers[1]), kubeconfigFile(t, "east", orig.Workers[0])}}
-	topo, err := existing.New(ctx, o, topology.Options{Progress: testlog.Writer(t)})
+	topo, err := existing.New(ctx, topology.Options{Progress: testlog.Writer(t)}, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,14 +219,14 @@ func TestAdoptRejectsAContradictedOverride(t *testing.T) {
 	}
 	orig.CloseWith(t)
 	wrong := time.Minute
-	o := existing.Options{Mode: existing.Adopt, Manager: kubeconfigFile(t, "manager", orig.Manager), Workers: []existing.Cluster{kubeconfigFile(t, "worker-1", orig.Workers[0])}}
-	_, err = existing.New(ctx, o, topology.Options{Kueue: topology.KueueOptions{GCInterval: &wrong}})
+	o := existing.Options{Mode: existing.ModeAdopt, Manager: kubeconfigFile(t, "manager", orig.Manager), Workers: []existing.Cluster{kubeconfigFile(t, "worker-1", orig.Workers[0])}}
+	_, err = existing.New(ctx, topology.Options{Kueue: topology.KueueOptions{GCInterval: &wrong}}, o)
 	if err == nil || !strings.Contains(err.Error(), "Options.Kueue.GCInterval: 1m0s given") || !strings.Contains(err.Error(), `cluster "manager" runs 30s`) {
 		t.Fatalf("err = %v; want the given 1m0s and the cluster's 30s named", err)
 	}
 	// Adopting a manager whose MultiKueue is not set up says so.
 	o.AdmissionCheck = "nope"
-	_, err = existing.New(ctx, o, topology.Options{})
+	_, err = existing.New(ctx, topology.Options{}, o)
 	if err == nil || !strings.Contains(err.Error(), `AdoptOptions.AdmissionCheck: cluster "manager" has no MultiKueue AdmissionCheck "nope"`) {
 		t.Fatalf("err = %v; want the missing AdmissionCheck named", err)
 	}
@@ -253,8 +253,8 @@ func TestWireChecksTheConnectorsNeeds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := existing.Options{Mode: existing.Wire, Manager: kubeconfigFile(t, "manager", mgr), Workers: []existing.Cluster{kubeconfigFile(t, workers[0].Name, workers[0])}}
-	_, err = existing.New(ctx, o, topology.Options{Connector: connect.ClusterProfile{}})
+	o := existing.Options{Mode: existing.ModeWire, Manager: kubeconfigFile(t, "manager", mgr), Workers: []existing.Cluster{kubeconfigFile(t, workers[0].Name, workers[0])}}
+	_, err = existing.New(ctx, topology.Options{Connector: connect.ClusterProfile{}}, o)
 	if err == nil || !strings.Contains(err.Error(), "connector cluster-profile needs from the manager's Kueue feature gate MultiKueueClusterProfile=true") ||
 		!strings.Contains(err.Error(), `credentialsProviders "secretreader"`) {
 		t.Fatalf("err = %v; want the missing gate and credentials provider named", err)

@@ -51,11 +51,11 @@ func TestAdoptWithoutAReadableConfiguration(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = w.Client.Delete(ctx, stray) }()
-	clusters := existing.Options{Mode: existing.Adopt, Manager: kubeconfigFile(t, "manager", mgr), Workers: []existing.Cluster{kubeconfigFile(t, "worker-1", w)}}
+	clusters := existing.Options{Mode: existing.ModeAdopt, Manager: kubeconfigFile(t, "manager", mgr), Workers: []existing.Cluster{kubeconfigFile(t, "worker-1", w)}}
 
 	t.Run("nothing given", func(t *testing.T) {
 		// gcInterval is given (a harness knows it), the rest is not.
-		topo, err := existing.New(ctx, clusters, topology.Options{Kueue: topology.KueueOptions{GCInterval: &gc}, Progress: testlog.Writer(t)})
+		topo, err := existing.New(ctx, topology.Options{Kueue: topology.KueueOptions{GCInterval: &gc}, Progress: testlog.Writer(t)}, clusters)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -88,7 +88,7 @@ func TestAdoptWithoutAReadableConfiguration(t *testing.T) {
 		cfg := orig.Spec.KueueConfiguration(topology.KueueNeeds{})
 		o := clusters
 		o.KueueConfiguration = &cfg
-		topo, err := existing.New(ctx, o, topology.Options{Progress: testlog.Writer(t)})
+		topo, err := existing.New(ctx, topology.Options{Progress: testlog.Writer(t)}, o)
 		if err != nil {
 			t.Fatal(err)
 		}

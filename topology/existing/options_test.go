@@ -22,15 +22,15 @@ func TestOptionsErrorsNameTheField(t *testing.T) {
 	}{
 		{"no mode", Options{Manager: ok("m"), Workers: []Cluster{ok("w")}}, topology.Options{}, "Options.Mode: empty"},
 		{"unknown mode", Options{Mode: "steal", Manager: ok("m"), Workers: []Cluster{ok("w")}}, topology.Options{}, `Options.Mode: "steal"`},
-		{"no workers", Options{Mode: Wire, Manager: ok("m")}, topology.Options{}, "Options.Workers: no worker"},
-		{"nameless manager", Options{Mode: Wire, Manager: Cluster{Config: cfg}, Workers: []Cluster{ok("w")}}, topology.Options{}, "Options.Manager.Name: empty"},
-		{"worker without config", Options{Mode: Wire, Manager: ok("m"), Workers: []Cluster{{Name: "w"}}}, topology.Options{}, `Options.Workers[0].Config: nil for cluster "w"`},
-		{"worker without host", Options{Mode: Wire, Manager: ok("m"), Workers: []Cluster{{Name: "w", Config: &rest.Config{}}}}, topology.Options{}, `Options.Workers[0].Config.Host: empty`},
-		{"conflicting worker names", Options{Mode: Wire, Manager: ok("m"), Workers: []Cluster{ok("w")}}, topology.Options{WorkerNames: []string{"x"}}, "topology.Options.WorkerNames: [x], but Options.Workers are named [w]"},
-		{"duplicate names", Options{Mode: Wire, Manager: ok("m"), Workers: []Cluster{ok("w"), ok("w")}}, topology.Options{}, "duplicate cluster name"},
+		{"no workers", Options{Mode: ModeWire, Manager: ok("m")}, topology.Options{}, "Options.Workers: no worker"},
+		{"nameless manager", Options{Mode: ModeWire, Manager: Cluster{Config: cfg}, Workers: []Cluster{ok("w")}}, topology.Options{}, "Options.Manager.Name: empty"},
+		{"worker without config", Options{Mode: ModeWire, Manager: ok("m"), Workers: []Cluster{{Name: "w"}}}, topology.Options{}, `Options.Workers[0].Config: nil for cluster "w"`},
+		{"worker without host", Options{Mode: ModeWire, Manager: ok("m"), Workers: []Cluster{{Name: "w", Config: &rest.Config{}}}}, topology.Options{}, `Options.Workers[0].Config.Host: empty`},
+		{"conflicting worker names", Options{Mode: ModeWire, Manager: ok("m"), Workers: []Cluster{ok("w")}}, topology.Options{WorkerNames: []string{"x"}}, "topology.Options.WorkerNames: [x], but Options.Workers are named [w]"},
+		{"duplicate names", Options{Mode: ModeWire, Manager: ok("m"), Workers: []Cluster{ok("w"), ok("w")}}, topology.Options{}, "duplicate cluster name"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := New(context.Background(), tc.o, tc.opts)
+			_, err := New(context.Background(), tc.opts, tc.o)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v; want it to contain %q", err, tc.want)
 			}

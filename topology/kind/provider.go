@@ -385,7 +385,7 @@ func (p *Provider) installAll(ctx context.Context, spec topology.Spec, needs top
 				errs[i] = err
 				return nil
 			}
-			tc, err := existing.Attach(ctx, m.attach, m.role, o.InstallTimeout)
+			tc, err := existing.AttachCluster(ctx, m.attach, m.role, o.InstallTimeout)
 			if err != nil {
 				errs[i] = err
 				return nil

@@ -129,5 +129,5 @@ func New(ctx context.Context, opts topology.Options) (*topology.Topology, error)
 	}
 	fmt.Fprintf(progress, "examples: %s set: attaching %d workers in %s mode\n", existing.EnvKubeconfigs, len(o.Workers), o.Mode)
 	opts.Workers, opts.WorkerNames, opts.ManagerName = 0, nil, ""
-	return existing.New(ctx, o, opts)
+	return existing.New(ctx, opts, o)
 }
