@@ -18,5 +18,11 @@
 //	topo.CloseWith(t)
 //
 // Most tests call a provider's own New instead (local.New, existing.New,
-// kind.New, capz.New), which does the same with that provider.
+// kind.New, capz.New), which does the same with that provider; each takes
+// (ctx, topology.Options, the provider's Options).
+//
+// What a provider may offer beyond Provider (keeping its clusters, audit
+// logs, per-cluster directories, reaching or killing Kueue replicas, a
+// Configuration handed over) is declared in capabilities.go, each a small
+// interface with its fallback; docs/providers.md lists them.
 package topology
