@@ -28,7 +28,6 @@ type JobSetOptions struct {
 	Replicas int
 	// Chart is the chart to install instead of charts/jobset of the pinned
 	// JobSet module: a directory or an OCI reference, as KueueOptions.Chart.
-	// in the pinned JobSet module.
 	Chart string
 	// ChartPlainHTTP pulls an OCI Chart over plain HTTP.
 	ChartPlainHTTP bool
