@@ -20,6 +20,7 @@ import (
 	"github.com/multikueue-testkit/testkit/assert"
 	"github.com/multikueue-testkit/testkit/connect"
 	"github.com/multikueue-testkit/testkit/internal/testlog"
+	"github.com/multikueue-testkit/testkit/internal/testtopo"
 	"github.com/multikueue-testkit/testkit/scenario"
 	"github.com/multikueue-testkit/testkit/topology"
 	"github.com/multikueue-testkit/testkit/topology/local"
@@ -37,17 +38,7 @@ import (
 // back to the kubeconfig Secret makes it Active again.
 func TestClusterProfileWithoutKueueNeeds(t *testing.T) {
 	ctx := context.Background()
-	topo, err := local.New(ctx, topology.Options{Workers: 1, Connector: connect.KubeconfigSecret{}, Progress: testlog.Writer(t)},
-		local.Options{ClusterProfileCRD: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	topo.CloseWith(t)
-	env, err := scenario.Observe(ctx, topo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer env.Close()
+	topo, env := testtopo.StartObserved(ctx, t, topology.Options{Workers: 1, Connector: connect.KubeconfigSecret{}, Progress: testlog.Writer(t)}, local.Options{ClusterProfileCRD: true})
 	a := assert.Require(t, env.Check)
 	a.SetupActive(ctx)
 

@@ -17,6 +17,7 @@ import (
 	"github.com/multikueue-testkit/testkit/connect"
 	"github.com/multikueue-testkit/testkit/internal/poll"
 	"github.com/multikueue-testkit/testkit/internal/testlog"
+	"github.com/multikueue-testkit/testkit/internal/testtopo"
 	"github.com/multikueue-testkit/testkit/observe"
 	"github.com/multikueue-testkit/testkit/scenario"
 	"github.com/multikueue-testkit/testkit/topology"
@@ -48,7 +49,7 @@ func (swappable) KueueNeeds(ctx context.Context) (topology.KueueNeeds, error) {
 func TestConnectorSwapMidRun(t *testing.T) {
 	ctx := context.Background()
 	kubeconfigSA, profileSA := "multikueue-manager", "multikueue-profile"
-	topo, env := startObserved(ctx, t, topology.Options{
+	topo, env := testtopo.StartObserved(ctx, t, topology.Options{
 		Workers:      2,
 		WorkerQuotas: map[string]topology.Quota{"worker-2": {CPU: "1", Memory: "2Gi"}},
 		Connector:    swappable{connect.KubeconfigSecret{ServiceAccount: kubeconfigSA, Guard: true}},

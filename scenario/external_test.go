@@ -9,6 +9,7 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/multikueue-testkit/testkit/internal/kueuefix"
+	"github.com/multikueue-testkit/testkit/internal/testtopo"
 	"github.com/multikueue-testkit/testkit/observe"
 	"github.com/multikueue-testkit/testkit/scenario"
 	"github.com/multikueue-testkit/testkit/topology"
@@ -22,7 +23,7 @@ import (
 // name for each Workload (MultiKueue races them and removes the loser).
 func TestExternalDispatcher(t *testing.T) {
 	ctx := context.Background()
-	_, env := startObserved(ctx, t, topology.Options{
+	_, env := testtopo.StartObserved(ctx, t, topology.Options{
 		Workers: 3,
 		Kueue:   topology.KueueOptions{Dispatcher: "example.com/mktk-nominator"},
 	}, local.Options{})

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/multikueue-testkit/testkit/assert"
+	"github.com/multikueue-testkit/testkit/internal/testtopo"
 	"github.com/multikueue-testkit/testkit/scenario"
 	"github.com/multikueue-testkit/testkit/topology"
 	"github.com/multikueue-testkit/testkit/topology/local"
@@ -30,7 +31,7 @@ func TestWaitForWorkloadAdmittedGate(t *testing.T) {
 	for _, on := range []bool{true, false} {
 		t.Run(fmt.Sprintf("%s=%t", assert.GateWaitForWorkloadAdmitted, on), func(t *testing.T) {
 			ctx := context.Background()
-			topo, env := startObserved(ctx, t, topology.Options{Workers: 2, Kueue: topology.KueueOptions{
+			topo, env := testtopo.StartObserved(ctx, t, topology.Options{Workers: 2, Kueue: topology.KueueOptions{
 				FeatureGates: map[string]bool{assert.GateWaitForWorkloadAdmitted: on},
 			}}, local.Options{Kueue: local.KueueOptions{Version: gateKueue}})
 			facts, err := topology.ReadKueueFacts(ctx, topo.Manager, topo.Spec.Kueue.Namespace)

@@ -10,6 +10,7 @@ import (
 
 	"k8s.io/client-go/tools/leaderelection"
 
+	"github.com/multikueue-testkit/testkit/internal/testtopo"
 	"github.com/multikueue-testkit/testkit/scenario"
 	"github.com/multikueue-testkit/testkit/topology"
 	"github.com/multikueue-testkit/testkit/topology/existing"
@@ -168,7 +169,7 @@ func TestFailoverPartitionedManagerLeader(t *testing.T) {
 		t.Skip("set MKTK_HA_PARTITION=1 to run the partitioned-leader failover (≈ 2.5 min)")
 	}
 	ctx := context.Background()
-	topo, env := startObserved(ctx, t, topology.Options{Workers: 2}, local.Options{HA: local.HA{Manager: true}})
+	topo, env := testtopo.StartObserved(ctx, t, topology.Options{Workers: 2}, local.Options{HA: local.HA{Manager: true}})
 	p := topo.Provider().(*local.Provider)
 	res, err := scenario.Failover(ctx, env, scenario.FailoverOptions{Jobs: 50, Stop: func(ctx context.Context, c *topology.Cluster, holder string) error {
 		return p.PartitionReplica(ctx, c.Name, replicaOf(holder))

@@ -1,17 +1,13 @@
 package scenario_test
 
 import (
-	"context"
 	"errors"
 	"slices"
 	"strings"
-	"testing"
 
 	"github.com/multikueue-testkit/testkit/assert"
 	"github.com/multikueue-testkit/testkit/observe"
 	"github.com/multikueue-testkit/testkit/scenario"
-	"github.com/multikueue-testkit/testkit/topology"
-	"github.com/multikueue-testkit/testkit/topology/local"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -22,23 +18,6 @@ func hasCreatedOn(evs []observe.Event, cluster string) bool {
 		}
 	}
 	return false
-}
-
-// startObserved starts a local topology of its own for t, closed when t
-// ends, with an Env observing it (closed first).
-func startObserved(ctx context.Context, t *testing.T, o topology.Options, lo local.Options) (*topology.Topology, *scenario.Env) {
-	t.Helper()
-	topo, err := local.New(ctx, o, lo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	topo.CloseWith(t)
-	env, err := scenario.Observe(ctx, topo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(env.Close)
-	return topo, env
 }
 
 // nominations returns the nomination and placement events on the manager of

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/multikueue-testkit/testkit/internal/testtopo"
 	"github.com/multikueue-testkit/testkit/scenario"
 	"github.com/multikueue-testkit/testkit/topology"
 	"github.com/multikueue-testkit/testkit/topology/local"
@@ -23,7 +24,7 @@ import (
 func TestIncrementalDispatcher(t *testing.T) {
 	ctx := context.Background()
 	escalate := os.Getenv("MKTK_INCREMENTAL_ESCALATION") == "1"
-	_, env := startObserved(ctx, t, topology.Options{
+	_, env := testtopo.StartObserved(ctx, t, topology.Options{
 		WorkerNames:  []string{"delta", "alpha", "charlie", "bravo"},
 		WorkerQuotas: map[string]topology.Quota{"delta": {CPU: "8", Memory: "8Gi"}},
 		Kueue:        topology.KueueOptions{Dispatcher: topology.DispatcherIncremental},

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/multikueue-testkit/testkit/internal/testtopo"
 	"github.com/multikueue-testkit/testkit/scenario"
 	"github.com/multikueue-testkit/testkit/topology"
 	"github.com/multikueue-testkit/testkit/topology/local"
@@ -15,7 +16,7 @@ import (
 // worker admits them, 2 run and 2 stay Pending there, Unschedulable.
 func TestWorkerOverProvisioned(t *testing.T) {
 	ctx := context.Background()
-	_, env := startObserved(ctx, t, topology.Options{Workers: 1}, local.Options{Nodes: &local.Nodes{CPU: "2", Memory: "8Gi"}})
+	_, env := testtopo.StartObserved(ctx, t, topology.Options{Workers: 1}, local.Options{Nodes: &local.Nodes{CPU: "2", Memory: "8Gi"}})
 	res, ok := scenario.For(t, env).WorkerOverProvisioned(ctx, scenario.WorkerOverProvisionedOptions{})
 	if !ok {
 		return

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/multikueue-testkit/testkit/internal/testtopo"
 	"github.com/multikueue-testkit/testkit/scenario"
 	"github.com/multikueue-testkit/testkit/topology"
 	"github.com/multikueue-testkit/testkit/topology/local"
@@ -17,7 +18,7 @@ import (
 // Node, runs and finishes; the waits are in the result.
 func TestScaleFromZero(t *testing.T) {
 	ctx := context.Background()
-	_, env := startObserved(ctx, t, topology.Options{Workers: 2}, local.Options{Nodes: &local.Nodes{
+	_, env := testtopo.StartObserved(ctx, t, topology.Options{Workers: 2}, local.Options{Nodes: &local.Nodes{
 		CPU: "1", Memory: "2Gi", Autoscaler: &local.Autoscaler{Max: 3, Delay: 2 * time.Second, IdleAfter: 5 * time.Second},
 	}})
 	res, ok := scenario.For(t, env).ScaleFromZero(ctx, scenario.ScaleFromZeroOptions{Jobs: 3})

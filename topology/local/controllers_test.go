@@ -17,8 +17,8 @@ import (
 
 	"github.com/multikueue-testkit/testkit/assert"
 	"github.com/multikueue-testkit/testkit/internal/poll"
+	"github.com/multikueue-testkit/testkit/internal/testtopo"
 	"github.com/multikueue-testkit/testkit/observe"
-	"github.com/multikueue-testkit/testkit/scenario"
 	"github.com/multikueue-testkit/testkit/topology"
 	"github.com/multikueue-testkit/testkit/topology/local"
 	"github.com/multikueue-testkit/testkit/workload"
@@ -124,16 +124,7 @@ func nothingLeft(ctx context.Context, t *testing.T, topo *topology.Topology, ns 
 // RayCluster or Service on any cluster.
 func TestJobSetAndRayJobOnRealControllers(t *testing.T) {
 	ctx := context.Background()
-	topo, err := local.New(ctx, topology.Options{Workers: 2, Kueue: topology.KueueOptions{Integrations: realControllerIntegrations}}, local.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	topo.CloseWith(t)
-	env, err := scenario.Observe(ctx, topo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer env.Close()
+	topo, env := testtopo.StartObserved(ctx, t, topology.Options{Workers: 2, Kueue: topology.KueueOptions{Integrations: realControllerIntegrations}}, local.Options{})
 	mgr, lq := topo.Manager, topo.Spec.Queues.LocalQueue
 
 	objs := []client.Object{
@@ -163,7 +154,7 @@ func TestJobSetAndRayJobOnRealControllers(t *testing.T) {
 		t.Fatalf("cluster %q: create RayCluster: %v", mgr.Name, err)
 	}
 	start = time.Now()
-	err = poll.Until(ctx, 2*time.Minute, fmt.Sprintf("cluster %q: RayCluster default/rc to be ready", mgr.Name), func(ctx context.Context) error {
+	err := poll.Until(ctx, 2*time.Minute, fmt.Sprintf("cluster %q: RayCluster default/rc to be ready", mgr.Name), func(ctx context.Context) error {
 		cur := &rayv1.RayCluster{}
 		if err := mgr.Client.Get(ctx, client.ObjectKeyFromObject(rc), cur); err != nil {
 			return err

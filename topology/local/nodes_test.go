@@ -21,8 +21,8 @@ import (
 
 	"github.com/multikueue-testkit/testkit/assert"
 	"github.com/multikueue-testkit/testkit/internal/poll"
+	"github.com/multikueue-testkit/testkit/internal/testtopo"
 	"github.com/multikueue-testkit/testkit/observe"
-	"github.com/multikueue-testkit/testkit/scenario"
 	"github.com/multikueue-testkit/testkit/topology"
 	"github.com/multikueue-testkit/testkit/topology/local"
 	"github.com/multikueue-testkit/testkit/workload"
@@ -38,7 +38,7 @@ import (
 // Pending, unschedulable. Deleted, no pod or Job is left anywhere.
 func TestNodes(t *testing.T) {
 	ctx := context.Background()
-	topo, env := startObserved(ctx, t, topology.Options{Workers: 1, Kueue: topology.KueueOptions{
+	topo, env := testtopo.StartObserved(ctx, t, topology.Options{Workers: 1, Kueue: topology.KueueOptions{
 		Integrations: []string{topology.IntegrationBatchJob, topology.IntegrationJobSet},
 	}}, local.Options{Nodes: &local.Nodes{Count: 2}})
 	mgr, w, lq := topo.Manager, topo.Workers[0], topo.Spec.Queues.LocalQueue
@@ -236,7 +236,7 @@ func watchPods(ctx context.Context, t *testing.T, cfg *rest.Config, ns string) f
 func TestAutoscaledNodesFromZero(t *testing.T) {
 	ctx := context.Background()
 	delay := 2 * time.Second
-	topo, env := startObserved(ctx, t, topology.Options{Workers: 1}, local.Options{WorkerNodes: map[string]local.Nodes{
+	topo, env := testtopo.StartObserved(ctx, t, topology.Options{Workers: 1}, local.Options{WorkerNodes: map[string]local.Nodes{
 		"worker-1": {CPU: "1", Memory: "2Gi", Autoscaler: &local.Autoscaler{Max: 3, Delay: delay, IdleAfter: 3 * time.Second}},
 	}})
 	mgr, w, lq := topo.Manager, topo.Workers[0], topo.Spec.Queues.LocalQueue
@@ -332,7 +332,7 @@ func TestNoOrphansSeesPodsLeftBehind(t *testing.T) {
 	// MultiKueue's garbage collector every 5 s: NoOrphans waits twice that
 	// and its settle time for cleanup, 25 s.
 	gc := 5 * time.Second
-	topo, env := startObserved(ctx, t, topology.Options{Workers: 1, Kueue: topology.KueueOptions{GCInterval: &gc}}, local.Options{Nodes: &local.Nodes{}})
+	topo, env := testtopo.StartObserved(ctx, t, topology.Options{Workers: 1, Kueue: topology.KueueOptions{GCInterval: &gc}}, local.Options{Nodes: &local.Nodes{}})
 	mgr, w, lq := topo.Manager, topo.Workers[0], topo.Spec.Queues.LocalQueue
 	running := func(job string) corev1.Pod {
 		t.Helper()
@@ -425,7 +425,7 @@ func TestNoOrphansSeesPodsLeftBehind(t *testing.T) {
 // the one assigned Node.
 func TestTASOnNodes(t *testing.T) {
 	ctx := context.Background()
-	topo, env := startObserved(ctx, t, topology.Options{Workers: 2, TAS: &topology.TAS{}}, local.Options{Nodes: &local.Nodes{Count: 2}})
+	topo, env := testtopo.StartObserved(ctx, t, topology.Options{Workers: 2, TAS: &topology.TAS{}}, local.Options{Nodes: &local.Nodes{Count: 2}})
 	mgr, lq := topo.Manager, topo.Spec.Queues.LocalQueue
 	seen := map[string]func() map[string]corev1.Pod{}
 	for _, w := range topo.Workers {
@@ -483,21 +483,4 @@ func TestTASOnNodes(t *testing.T) {
 		t.Errorf("cluster %q: the Job's pods ran on hosts %v; the required topology wants one", winner, hosts)
 	}
 	t.Logf("Job tas: placed on %s, its 2 pods on host %v (manager: delayed topology request %s)", w.Name, hosts, *psa.DelayedTopologyRequest)
-}
-
-// startObserved starts a local topology of its own for t, closed when t
-// ends, with an Env observing it (closed first).
-func startObserved(ctx context.Context, t *testing.T, o topology.Options, lo local.Options) (*topology.Topology, *scenario.Env) {
-	t.Helper()
-	topo, err := local.New(ctx, o, lo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	topo.CloseWith(t)
-	env, err := scenario.Observe(ctx, topo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(env.Close)
-	return topo, env
 }
