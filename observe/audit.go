@@ -19,7 +19,7 @@ import (
 
 // Attribution: who made each recorded change, read from the API servers'
 // audit logs. A provider that can read its clusters' audit logs implements
-// AuditProvider (the local provider does); Observer.Attribute then matches
+// topology.AuditProvider (the local provider does); Observer.Attribute then matches
 // every event to the write that caused it. Without audit sources events stay
 // unattributed and timelines read as before.
 
@@ -108,7 +108,7 @@ func (o *Observer) HasAudit() bool { return len(o.audit) > 0 }
 // topology with these Kueue integrations: Workloads, the job kinds the
 // Observer watches (JobKindsFor), their pods, MultiKueueClusters and
 // ClusterQueues.
-// Providers audit these.
+// Providers audit these (topology/local tests that its policy does).
 func AuditedResources(integrations []string) ([]schema.GroupResource, error) {
 	kinds := append([]Kind{KindWorkload, KindMultiKueueCluster, KindClusterQueue, KindPod}, JobKindsFor(integrations)...)
 	out := make([]schema.GroupResource, 0, len(kinds))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 
+	"github.com/multikueue-testkit/testkit/observe"
 	"github.com/multikueue-testkit/testkit/topology"
 )
 
@@ -111,5 +113,23 @@ func TestAuditLogReadsAppendedLinesOnly(t *testing.T) {
 	since, _ := time.Parse(time.RFC3339, "2026-01-02T10:00:01Z")
 	if w, _ := a.Writes(ctx, since); len(w) != 1 || w[0].Verb != "update" {
 		t.Errorf("since filter: %+v", w)
+	}
+}
+
+// TestAuditPolicyCoversWhatAttributionNeeds: the provider derives what it
+// audits from the integrations without importing observe; it must cover
+// every resource observe.AuditedResources says attribution needs.
+func TestAuditPolicyCoversWhatAttributionNeeds(t *testing.T) {
+	for _, integrations := range [][]string{nil, {topology.IntegrationBatchJob, topology.IntegrationJobSet, topology.IntegrationRayJob, topology.IntegrationRayCluster}} {
+		need, err := observe.AuditedResources(integrations)
+		if err != nil {
+			t.Fatal(err)
+		}
+		have := auditedResources(integrations)
+		for _, gr := range need {
+			if !slices.Contains(have, gr) {
+				t.Errorf("integrations %v: the audit policy leaves out %s, which attribution needs", integrations, gr)
+			}
+		}
 	}
 }
