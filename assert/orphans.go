@@ -27,7 +27,7 @@ const NoOrphansSettle = 15 * time.Second
 // the configured gcInterval plus NoOrphansSettle, or NoOrphansSettle alone
 // when garbage collection is disabled (gcInterval 0).
 func (c *Checker) NoOrphansGrace() time.Duration {
-	gc := c.Topo.Spec.GCInterval
+	gc := c.Topo.Spec.GCInterval()
 	if gc <= 0 {
 		return NoOrphansSettle
 	}

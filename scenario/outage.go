@@ -132,7 +132,7 @@ func WorkerOutage(ctx context.Context, env *Env, o OutageOptions) (OutageResult,
 	if len(env.Topo.Workers) < 2 {
 		return res, r.errorf("needs at least 2 workers to re-dispatch to; the topology has %d", len(env.Topo.Workers))
 	}
-	wlt := env.Topo.Spec.WorkerLostTimeout
+	wlt := env.Topo.Spec.WorkerLostTimeout()
 	if wlt > MaxOutageWorkerLostTimeout {
 		return res, r.errorf("%s; the scenario waits for it: give at most %s (topology.Options.Kueue.WorkerLostTimeout)", env.Topo.Facts.Say(topology.FactWorkerLostTimeout, wlt), MaxOutageWorkerLostTimeout)
 	}

@@ -54,9 +54,9 @@ func (s Spec) KueueConfiguration(needs KueueNeeds) configapi.Configuration {
 		InternalCertManagement: &configapi.InternalCertManagement{Enable: ptr.To(false)},
 		Integrations:           &configapi.Integrations{Frameworks: append([]string(nil), k.Integrations...)},
 		MultiKueue: &configapi.MultiKueue{
-			GCInterval:        &metav1.Duration{Duration: s.GCInterval},
+			GCInterval:        &metav1.Duration{Duration: s.GCInterval()},
 			Origin:            ptr.To(k.Origin),
-			WorkerLostTimeout: &metav1.Duration{Duration: s.WorkerLostTimeout},
+			WorkerLostTimeout: &metav1.Duration{Duration: s.WorkerLostTimeout()},
 			DispatcherName:    ptr.To(k.Dispatcher),
 		},
 		FeatureGates: needs.FeatureGates,

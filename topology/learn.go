@@ -50,7 +50,6 @@ func (t *Topology) learnFacts(ctx context.Context, given Options) (read bool, er
 	k.Integrations = slices.Clone(f.Integrations)
 	k.FeatureGates = maps.Clone(f.FeatureGates)
 	k.GCInterval, k.WorkerLostTimeout = ptrTo(f.GCInterval), ptrTo(f.WorkerLostTimeout)
-	t.Spec.GCInterval, t.Spec.WorkerLostTimeout = f.GCInterval, f.WorkerLostTimeout
 	t.Facts = f
 	version := f.Version
 	if version == "" {
@@ -195,7 +194,7 @@ func checkGiven(g KueueOptions, f KueueFacts, cluster string) error {
 func (s Spec) factsFromSpec(source string) KueueFacts {
 	return KueueFacts{
 		Namespace: s.Kueue.Namespace, Origin: s.Kueue.Origin, Dispatcher: s.Kueue.Dispatcher,
-		GCInterval: s.GCInterval, WorkerLostTimeout: s.WorkerLostTimeout,
+		GCInterval: s.GCInterval(), WorkerLostTimeout: s.WorkerLostTimeout(),
 		Integrations: slices.Clone(s.Kueue.Integrations), FeatureGates: maps.Clone(s.Kueue.FeatureGates),
 		Source: source,
 	}

@@ -112,9 +112,26 @@ type Spec struct {
 	Options
 	// Quotas maps each cluster name (manager included) to its parsed quota.
 	Quotas map[string]corev1.ResourceList
-	// GCInterval and WorkerLostTimeout are the effective values.
-	GCInterval        time.Duration
-	WorkerLostTimeout time.Duration
+}
+
+// GCInterval is the effective multiKueue.gcInterval: Options.Kueue.GCInterval,
+// which Resolve fills with Kueue's default when it was not given and which
+// the topology sets to what the manager's Kueue runs once it was read. 0
+// means GC is off.
+func (s Spec) GCInterval() time.Duration {
+	if s.Kueue.GCInterval == nil {
+		return DefaultGCInterval
+	}
+	return *s.Kueue.GCInterval
+}
+
+// WorkerLostTimeout is the effective multiKueue.workerLostTimeout, held in
+// Options.Kueue.WorkerLostTimeout like GCInterval.
+func (s Spec) WorkerLostTimeout() time.Duration {
+	if s.Kueue.WorkerLostTimeout == nil {
+		return DefaultWorkerLostTimeout
+	}
+	return *s.Kueue.WorkerLostTimeout
 }
 
 // TAS is Topology-Aware Scheduling on every cluster, as Kueue's own
@@ -247,19 +264,19 @@ func (o Options) Resolve() (Spec, error) {
 	if k.Origin == "" {
 		k.Origin = DefaultOrigin
 	}
-	s.GCInterval = DefaultGCInterval
-	if k.GCInterval != nil {
-		if *k.GCInterval < 0 {
-			return Spec{}, fmt.Errorf("topology: Options.Kueue.GCInterval: %s is negative (0 disables GC)", *k.GCInterval)
-		}
-		s.GCInterval = *k.GCInterval
+	if k.GCInterval == nil {
+		k.GCInterval = ptrTo(DefaultGCInterval)
+	} else if *k.GCInterval < 0 {
+		return Spec{}, fmt.Errorf("topology: Options.Kueue.GCInterval: %s is negative (0 disables GC)", *k.GCInterval)
+	} else {
+		k.GCInterval = ptrTo(*k.GCInterval) // the Spec's own copy, not the caller's
 	}
-	s.WorkerLostTimeout = DefaultWorkerLostTimeout
-	if k.WorkerLostTimeout != nil {
-		if *k.WorkerLostTimeout <= 0 {
-			return Spec{}, fmt.Errorf("topology: Options.Kueue.WorkerLostTimeout: %s must be positive", *k.WorkerLostTimeout)
-		}
-		s.WorkerLostTimeout = *k.WorkerLostTimeout
+	if k.WorkerLostTimeout == nil {
+		k.WorkerLostTimeout = ptrTo(DefaultWorkerLostTimeout)
+	} else if *k.WorkerLostTimeout <= 0 {
+		return Spec{}, fmt.Errorf("topology: Options.Kueue.WorkerLostTimeout: %s must be positive", *k.WorkerLostTimeout)
+	} else {
+		k.WorkerLostTimeout = ptrTo(*k.WorkerLostTimeout)
 	}
 
 	q := &o.Queues

@@ -57,16 +57,16 @@ func TestResolveDefaults(t *testing.T) {
 	if mem := mgr.Memory().String(); mem != "20Gi" {
 		t.Errorf("manager memory quota %s, want 20Gi", mem)
 	}
-	if s.GCInterval != time.Minute || s.WorkerLostTimeout != 15*time.Minute {
-		t.Errorf("gc %s lost %s", s.GCInterval, s.WorkerLostTimeout)
+	if s.GCInterval() != time.Minute || s.WorkerLostTimeout() != 15*time.Minute {
+		t.Errorf("gc %s lost %s", s.GCInterval(), s.WorkerLostTimeout())
 	}
 	if s.Kueue.Dispatcher != DispatcherAllAtOnce || s.Kueue.Integrations[0] != IntegrationBatchJob {
 		t.Errorf("kueue defaults %+v", s.Kueue)
 	}
 	zero := time.Duration(0)
 	s, err = Options{Workers: 1, Kueue: KueueOptions{GCInterval: &zero}}.Resolve()
-	if err != nil || s.GCInterval != 0 {
-		t.Errorf("gcInterval 0 must disable GC: %v %s", err, s.GCInterval)
+	if err != nil || s.GCInterval() != 0 {
+		t.Errorf("gcInterval 0 must disable GC: %v %s", err, s.GCInterval())
 	}
 }
 

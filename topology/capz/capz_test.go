@@ -262,8 +262,8 @@ func TestCAPZOnASimulatedManagementCluster(t *testing.T) {
 			if cfg.Namespace == nil || *cfg.Namespace != topo.Spec.Kueue.Namespace {
 				t.Errorf("cluster %q: rendered namespace %v; want %s", name, cfg.Namespace, topo.Spec.Kueue.Namespace)
 			}
-			if cfg.MultiKueue == nil || cfg.MultiKueue.GCInterval == nil || cfg.MultiKueue.GCInterval.Duration != topo.Spec.GCInterval {
-				t.Errorf("cluster %q: rendered multiKueue %+v; want gcInterval %s, as the clusters run", name, cfg.MultiKueue, topo.Spec.GCInterval)
+			if cfg.MultiKueue == nil || cfg.MultiKueue.GCInterval == nil || cfg.MultiKueue.GCInterval.Duration != topo.Spec.GCInterval() {
+				t.Errorf("cluster %q: rendered multiKueue %+v; want gcInterval %s, as the clusters run", name, cfg.MultiKueue, topo.Spec.GCInterval())
 			}
 			if cfg.Integrations == nil || !slices.Contains(cfg.Integrations.Frameworks, topology.IntegrationBatchJob) {
 				t.Errorf("cluster %q: rendered integrations %+v", name, cfg.Integrations)
@@ -272,8 +272,8 @@ func TestCAPZOnASimulatedManagementCluster(t *testing.T) {
 				t.Errorf("cluster %q: the rendered manifest does not run %s:v0.19.2", name, install.KueueImage)
 			}
 		}
-		if topo.Spec.GCInterval != 30*time.Second {
-			t.Errorf("topology gcInterval %s; want the 30s the clusters run", topo.Spec.GCInterval)
+		if topo.Spec.GCInterval() != 30*time.Second {
+			t.Errorf("topology gcInterval %s; want the 30s the clusters run", topo.Spec.GCInterval())
 		}
 
 		// MultiKueue works on the provisioned clusters.

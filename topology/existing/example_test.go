@@ -50,7 +50,7 @@ func ExampleNew_capzSpec() {
 	if _, err := scenario.DispatchJobs(ctx, env, scenario.DispatchOptions{Jobs: 10}); err != nil {
 		panic(err) // names the cluster and object; with $ARTIFACTS set, a report and dumps are written
 	}
-	fmt.Println("gcInterval read from the manager:", topo.Spec.GCInterval)
+	fmt.Println("gcInterval read from the manager:", topo.Spec.GCInterval())
 }
 
 // A Kueue integration test: its envtest Environments give rest configs, Kueue

@@ -162,8 +162,8 @@ func TestAdoptReadsTheSetupFromTheClusters(t *testing.T) {
 	if got := []string{topo.Workers[0].Name, topo.Workers[1].Name}; got[0] != "worker-1" || got[1] != "worker-2" {
 		t.Errorf("adopted workers %v; want [worker-1 worker-2] (matched by address, in MultiKueueConfig order)", got)
 	}
-	if topo.Spec.GCInterval != gc || topo.Facts.GCInterval != gc {
-		t.Errorf("gcInterval %s (facts %s); want %s read from the manager", topo.Spec.GCInterval, topo.Facts.GCInterval, gc)
+	if topo.Spec.GCInterval() != gc || topo.Facts.GCInterval != gc {
+		t.Errorf("gcInterval %s (facts %s); want %s read from the manager", topo.Spec.GCInterval(), topo.Facts.GCInterval, gc)
 	}
 	if q := topo.Spec.Queues; q.AdmissionCheck != "multikueue" || q.MultiKueueConfig != "multikueue" || q.ClusterQueue != "cluster-queue" || q.LocalQueue != "user-queue" {
 		t.Errorf("adopted queues %+v; want the objects the local topology made", q)

@@ -97,8 +97,8 @@ func TestAdoptWithoutAReadableConfiguration(t *testing.T) {
 		if len(f.Assumed) != 0 || !strings.Contains(f.Source, "existing.Options.KueueConfiguration") {
 			t.Errorf("Facts from %q, assumed %v; want the Configuration handed over and nothing assumed", f.Source, f.Assumed)
 		}
-		if topo.Spec.GCInterval != 0 || !slices.Equal(topo.Spec.Kueue.Integrations, integrations) {
-			t.Errorf("gcInterval %s, integrations %v; want the Configuration's 0s and %v", topo.Spec.GCInterval, topo.Spec.Kueue.Integrations, integrations)
+		if topo.Spec.GCInterval() != 0 || !slices.Equal(topo.Spec.Kueue.Integrations, integrations) {
+			t.Errorf("gcInterval %s, integrations %v; want the Configuration's 0s and %v", topo.Spec.GCInterval(), topo.Spec.Kueue.Integrations, integrations)
 		}
 		env, err := scenario.Observe(ctx, topo)
 		if err != nil {
