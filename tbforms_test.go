@@ -17,8 +17,6 @@ import (
 // error has an Asserter method of the same name, and every scenario
 // function of an Env that returns an error has a Runner method of the same
 // name, so a test written with testing.T, Ginkgo or testify can use each.
-// DispatchJobs, the batch/Job-only dispatch of earlier versions, is the one
-// scenario left without one.
 func TestEveryErrorFormHasItsTBForm(t *testing.T) {
 	errType := reflect.TypeFor[error]()
 	checker, asserter := reflect.TypeFor[*assert.Checker](), reflect.TypeFor[*assert.Asserter]()
@@ -58,9 +56,6 @@ func TestEveryErrorFormHasItsTBForm(t *testing.T) {
 				continue
 			}
 			n++
-			if fn.Name.Name == "DispatchJobs" {
-				continue
-			}
 			if _, ok := runner.MethodByName(fn.Name.Name); !ok {
 				t.Errorf("scenario.%s (%s) returns an error but scenario.Runner has no %s", fn.Name.Name, fset.Position(fn.Pos()), fn.Name.Name)
 			}

@@ -278,7 +278,7 @@ func waitFinishedByListing(ctx context.Context, topo *topology.Topology, n int, 
 // BenchmarkAuditOverhead measures, in one run, what the local API servers'
 // audit logs (attribution: who made each change) cost: the start-up of
 // 1 manager + 3 workers until Active, and the 20-Job dispatch
-// (scenario.DispatchJobs) on it, with audit on and off (local.Options
+// (scenario.Dispatch, batch/Jobs) on it, with audit on and off (local.Options
 // DisableAudit), the order alternating between iterations. It reports each
 // time and the on/off ratios.
 //
@@ -303,7 +303,7 @@ func BenchmarkAuditOverhead(b *testing.B) {
 				b.Fatal(err)
 			}
 			start = time.Now()
-			_, err = scenario.DispatchJobs(ctx, env, scenario.DispatchOptions{Jobs: 20, NamePrefix: fmt.Sprintf("audit-%t", audit)})
+			_, err = scenario.Dispatch(ctx, env, scenario.DispatchOptions{Jobs: 20, Kinds: []observe.Kind{observe.KindJob}, NamePrefix: fmt.Sprintf("audit-%t", audit)})
 			dispatched := time.Since(start)
 			env.Close()
 			if cerr := topo.Close(ctx); err == nil {

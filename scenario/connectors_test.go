@@ -7,6 +7,7 @@ import (
 
 	"github.com/multikueue-testkit/testkit/connect"
 	"github.com/multikueue-testkit/testkit/internal/testlog"
+	"github.com/multikueue-testkit/testkit/observe"
 	"github.com/multikueue-testkit/testkit/scenario"
 	"github.com/multikueue-testkit/testkit/topology"
 	"github.com/multikueue-testkit/testkit/topology/local"
@@ -18,12 +19,12 @@ func connectors() []topology.Connector {
 	return []topology.Connector{connect.KubeconfigSecret{Guard: true}, connect.ClusterProfile{Guard: true}}
 }
 
-// TestDispatchJobsWithEachConnector runs the dispatch scenario (DispatchJobs:
+// TestDispatchWithEachConnector runs the dispatch scenario (Dispatch of batch/Jobs:
 // exactly once admitted, nominations cleared, finished, no orphans) on a
 // 1 manager + 2 worker topology once per connector, in CI, so that the
 // ClusterProfile path is held to the same body as the kubeconfig Secret.
 // Whole suites switch with MKTK_CONNECTOR instead (see connect.FromEnv).
-func TestDispatchJobsWithEachConnector(t *testing.T) {
+func TestDispatchWithEachConnector(t *testing.T) {
 	for _, c := range connectors() {
 		t.Run(c.Name(), func(t *testing.T) {
 			ctx := context.Background()
@@ -43,7 +44,7 @@ func TestDispatchJobsWithEachConnector(t *testing.T) {
 				t.Fatal(err)
 			}
 			start = time.Now()
-			if _, err := scenario.DispatchJobs(ctx, env, scenario.DispatchOptions{Jobs: 6}); err != nil {
+			if _, err := scenario.Dispatch(ctx, env, scenario.DispatchOptions{Jobs: 6, Kinds: []observe.Kind{observe.KindJob}}); err != nil {
 				t.Fatal(err)
 			}
 			t.Logf("6 Jobs dispatched, finished and cleaned up in %s", time.Since(start).Round(time.Millisecond))

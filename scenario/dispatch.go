@@ -1,9 +1,12 @@
 package scenario
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -14,10 +17,13 @@ import (
 	"github.com/multikueue-testkit/testkit/topology"
 )
 
-// DispatchOptions shape Dispatch and DispatchJobs.
+// DispatchOptions are the load a scenario submits: how many jobs of which
+// kinds, where, how large and how long. Dispatch and AllAtOnce take them
+// whole; every other scenario's options hold them as their Dispatch field,
+// with the scenario's own defaults (named on its options type) and an error
+// naming any field the scenario does not use.
 type DispatchOptions struct {
-	// Jobs is how many jobs of each kind to submit at once (DispatchJobs:
-	// how many batch/Jobs); default 1.
+	// Jobs is how many jobs of each kind to submit; default 1.
 	Jobs int
 	// Kinds are the job kinds to submit, mixed (Dispatch only); default
 	// every kind the topology's integrations enable (Kinds).
@@ -65,17 +71,49 @@ func (r DispatchResult) PerWorker() map[string]int {
 	return out
 }
 
-func (o *DispatchOptions) defaults(name string) error {
+// use readies o, a scenario's Dispatch field (path names it in errors:
+// "QuotaOptions.Dispatch"), for the scenario name: a field in unused
+// (keyed by field name, valued by why) must be left zero, for the scenario
+// would ignore it; every other zero field takes the scenario's default from
+// def. defaults then applies the common ones.
+func (o *DispatchOptions) use(name, path string, def DispatchOptions, unused map[string]string) error {
+	set := map[string]bool{
+		"Jobs": o.Jobs != 0, "Kinds": len(o.Kinds) > 0, "Namespace": o.Namespace != "", "NamePrefix": o.NamePrefix != "",
+		"CPU": o.CPU != "", "Memory": o.Memory != "", "RunFor": o.RunFor != 0, "Fails": o.Fails, "StartTimeout": o.StartTimeout != 0,
+	}
+	for _, f := range slices.Sorted(maps.Keys(unused)) {
+		if set[f] {
+			return fmt.Errorf("scenario %s: %s.%s: %s does not use it (%s); leave it unset", name, path, f, name, unused[f])
+		}
+	}
+	if o.Jobs == 0 {
+		o.Jobs = def.Jobs
+	}
+	if len(o.Kinds) == 0 {
+		o.Kinds = def.Kinds
+	}
+	o.Namespace = cmp.Or(o.Namespace, def.Namespace)
+	o.NamePrefix = cmp.Or(o.NamePrefix, def.NamePrefix)
+	o.CPU = cmp.Or(o.CPU, def.CPU)
+	o.Memory = cmp.Or(o.Memory, def.Memory)
+	o.RunFor = cmp.Or(o.RunFor, def.RunFor)
+	o.StartTimeout = cmp.Or(o.StartTimeout, def.StartTimeout)
+	return nil
+}
+
+// defaults applies the defaults every scenario shares; path names o in
+// errors ("DispatchOptions", "QuotaOptions.Dispatch").
+func (o *DispatchOptions) defaults(name, path string) error {
 	if o.Jobs == 0 {
 		o.Jobs = 1
 	}
 	if o.Jobs < 0 {
-		return fmt.Errorf("scenario %s: DispatchOptions.Jobs: %d is negative", name, o.Jobs)
+		return fmt.Errorf("scenario %s: %s.Jobs: %d is negative", name, path, o.Jobs)
 	}
 	if o.NamePrefix == "" {
 		o.NamePrefix = strings.ToLower(name)
 	}
-	if err := checkPrefix(name, "DispatchOptions.NamePrefix", o.NamePrefix); err != nil {
+	if err := checkPrefix(name, path+".NamePrefix", o.NamePrefix); err != nil {
 		return err
 	}
 	if o.CPU == "" {
@@ -88,7 +126,7 @@ func (o *DispatchOptions) defaults(name string) error {
 		o.RunFor = time.Second
 	}
 	if o.RunFor < 0 {
-		return fmt.Errorf("scenario %s: DispatchOptions.RunFor: %s is negative", name, o.RunFor)
+		return fmt.Errorf("scenario %s: %s.RunFor: %s is negative", name, path, o.RunFor)
 	}
 	if o.StartTimeout == 0 {
 		o.StartTimeout = DefaultStartTimeout
@@ -126,7 +164,7 @@ func Dispatch(ctx context.Context, env *Env, o DispatchOptions) (DispatchResult,
 	if err != nil {
 		return DispatchResult{}, err
 	}
-	if err := o.defaults(r.name); err != nil {
+	if err := o.defaults(r.name, "DispatchOptions"); err != nil {
 		return DispatchResult{}, err
 	}
 	kinds, err := checkKinds(env, "DispatchOptions.Kinds", o.Kinds)
@@ -189,54 +227,4 @@ func (r *Runner) Dispatch(ctx context.Context, o DispatchOptions) (DispatchResul
 	r.h.Helper()
 	res, err := Dispatch(ctx, r.env, o)
 	return res, r.report(err)
-}
-
-// DispatchJobs is the canonical MultiKueue behaviour for batch/Job: it
-// submits the Jobs to the manager concurrently, then checks for each that it
-// was admitted on exactly one worker whose name the manager's clusterName
-// carries, with the remote Job labelled with the prebuilt workload name
-// (ExactlyOnceAdmitted); that nominations were cleared once placed
-// (NominationCleared); that the manager Workload finished (Finished); and
-// finally that no remote Workload or Job is left on any worker (NoOrphans).
-// The error joins every failed check. Dispatch judges more (LosersCleaned,
-// StatusSynced, the outcome, QuotaRespected) and every job kind.
-//
-// Deprecated: use Dispatch, which judges all of the above and more, for
-// every enabled job kind; DispatchJobs stays for the measurements that
-// compare against earlier runs of it and will be removed.
-func DispatchJobs(ctx context.Context, env *Env, o DispatchOptions) (DispatchResult, error) {
-	r, err := begin(env, "DispatchJobs")
-	if err != nil {
-		return DispatchResult{}, err
-	}
-	if o.NamePrefix == "" {
-		o.NamePrefix = "dispatch"
-	}
-	if err := o.defaults(r.name); err != nil {
-		return DispatchResult{}, err
-	}
-	ns := r.namespace(o.Namespace)
-	tmpls := make([]JobTemplate, o.Jobs)
-	for i := range tmpls {
-		tmpls[i] = JobTemplate{Kind: observe.KindJob, Name: fmt.Sprintf("%s-%d", o.NamePrefix, i), Namespace: ns, CPU: o.CPU, Memory: o.Memory, RunFor: o.RunFor}
-	}
-	objs, err := r.build(tmpls)
-	if err != nil {
-		return DispatchResult{}, err
-	}
-	res := DispatchResult{Objects: objs, Placement: map[string]string{}}
-	for _, ob := range objs {
-		res.Jobs = append(res.Jobs, ob.(*batchv1.Job))
-	}
-	if err := r.submit(ctx, objs); err != nil {
-		return res, err
-	}
-	if err := r.judge(ctx, objs,
-		check{"ExactlyOnceAdmitted", r.chk.ExactlyOnceAdmitted},
-		check{"NominationCleared", r.chk.NominationCleared},
-		check{"Finished", r.chk.Finished}); err != nil {
-		return res, err
-	}
-	res.Placement, res.Unrecorded = r.placements(ctx, objs)
-	return res, r.chk.NoOrphans(ctx)
 }

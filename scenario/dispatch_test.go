@@ -11,16 +11,17 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/multikueue-testkit/testkit/internal/testlog"
+	"github.com/multikueue-testkit/testkit/observe"
 	"github.com/multikueue-testkit/testkit/scenario"
 	"github.com/multikueue-testkit/testkit/topology"
 	"github.com/multikueue-testkit/testkit/topology/local"
 )
 
-// TestDispatchJobsOnThreeWorkers is the foundation's end-to-end acceptance:
+// TestDispatchOnThreeWorkers is the foundation's end-to-end acceptance:
 // 1 manager + 3 workers, 20 Jobs submitted concurrently, each admitted exactly
 // once, nominations cleared, every Workload Finished, nothing left on the
 // workers, and no process left after teardown.
-func TestDispatchJobsOnThreeWorkers(t *testing.T) {
+func TestDispatchOnThreeWorkers(t *testing.T) {
 	ctx := context.Background()
 	start := time.Now()
 	topo, err := local.New(ctx, topology.Options{Workers: 3, Progress: testlog.Writer(t)}, local.Options{})
@@ -54,7 +55,7 @@ func TestDispatchJobsOnThreeWorkers(t *testing.T) {
 		t.Fatal(err)
 	}
 	start = time.Now()
-	res, err := scenario.DispatchJobs(ctx, env, scenario.DispatchOptions{Jobs: 20})
+	res, err := scenario.Dispatch(ctx, env, scenario.DispatchOptions{Jobs: 20, Kinds: []observe.Kind{observe.KindJob}})
 	if err != nil {
 		t.Fatal(err)
 	}

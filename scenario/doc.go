@@ -20,10 +20,11 @@
 // under- and over-provisioned managers), WorkerOutage and ManagerRestart
 // (resilience; they need Cluster.Lifecycle and return a NeedsLifecycleError
 // without it, which the TB form turns into a skip), LoserCleanup (the
-// MultiKueueWaitForWorkloadAdmitted gate) and Stress; DispatchJobs is the
-// batch/Job dispatch of earlier versions. Each function's comment says what
-// it checks. Scenarios judge topology-wide history from their own start, so
+// MultiKueueWaitForWorkloadAdmitted gate), ScaleFromZero,
+// WorkerOverProvisioned, Failover (HA) and Stress. Each takes its load as a
+// DispatchOptions (the Dispatch field of its options) and each function's
+// comment says what it checks. Scenarios judge topology-wide history from their own start, so
 // several can share one topology.
 //
-// See ExampleDispatchJobs for a whole program.
+// See ExampleDispatch for a whole program.
 package scenario

@@ -5,14 +5,16 @@ import (
 	"fmt"
 	"log"
 
+	"github.com/multikueue-testkit/testkit/observe"
 	"github.com/multikueue-testkit/testkit/scenario"
 	"github.com/multikueue-testkit/testkit/topology"
 	"github.com/multikueue-testkit/testkit/topology/local"
 )
 
-// Dispatch 20 Jobs at once on a local topology of 1 manager + 3 workers and
-// prove each ran exactly once. (Compiled, not run: it starts a topology.)
-func ExampleDispatchJobs() {
+// Dispatch 20 batch/Jobs at once on a local topology of 1 manager + 3
+// workers and prove each ran exactly once, finished with its status synced,
+// and left nothing behind. (Compiled, not run: it starts a topology.)
+func ExampleDispatch() {
 	ctx := context.Background()
 	topo, err := local.New(ctx, topology.Options{Workers: 3}, local.Options{})
 	if err != nil {
@@ -24,7 +26,7 @@ func ExampleDispatchJobs() {
 		log.Fatal(err)
 	}
 	defer env.Close()
-	res, err := scenario.DispatchJobs(ctx, env, scenario.DispatchOptions{Jobs: 20})
+	res, err := scenario.Dispatch(ctx, env, scenario.DispatchOptions{Jobs: 20, Kinds: []observe.Kind{observe.KindJob}})
 	if err != nil {
 		log.Fatal(err) // names each Job, check, cluster and object that failed
 	}

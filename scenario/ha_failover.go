@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -28,18 +29,17 @@ type FailoverOptions struct {
 	// Cluster whose Kueue leader is stopped: the manager (default) or a
 	// worker.
 	Cluster string
-	// Jobs submitted to the manager, one every Interval; default 50.
-	Jobs int
+	// Dispatch is the load, batch/Jobs only (Kinds, Fails and
+	// StartTimeout must be unset), submitted to the manager one every
+	// Interval. Defaults: Jobs 50; NamePrefix "failover-<cluster>"; CPU
+	// "100m", Memory "100Mi"; RunFor 1s.
+	Dispatch DispatchOptions
 	// StopAfter: the leader is stopped once this many Jobs were created;
-	// default Jobs/4, so that dispatch is under way and most Jobs come
-	// during and after the switch.
+	// default Dispatch.Jobs/4, so that dispatch is under way and most Jobs
+	// come during and after the switch.
 	StopAfter int
 	// Interval between two Job creations; default 100ms.
 	Interval time.Duration
-	// RunFor is each Job's run time on the worker; default 1s.
-	RunFor time.Duration
-	// CPU and Memory each Job requests; default "100m" and "100Mi".
-	CPU, Memory string
 	// Stop ends the leader, given the Lease holder identity. Default: the
 	// provider's KillReplica(ctx, cluster, replica) when it has one (the
 	// local provider in HA mode: a crash, the Lease is not released), else
@@ -157,9 +157,10 @@ func Failover(ctx context.Context, env *Env, o FailoverOptions) (FailoverResult,
 	tick := time.NewTicker(o.Interval)
 	defer tick.Stop()
 	submitStart := time.Now()
-	for i := range o.Jobs {
-		j := workload.NewJob(fmt.Sprintf("failover-%s-%d", c.Name, i), env.Topo.Spec.Queues.Namespaces[0]).
-			Queue(env.Topo.Spec.Queues.LocalQueue).Requests(o.CPU, o.Memory).RunFor(o.RunFor).Obj()
+	d := o.Dispatch
+	for i := range d.Jobs {
+		j := workload.NewJob(fmt.Sprintf("%s-%d", d.NamePrefix, i), cmp.Or(d.Namespace, env.Topo.Spec.Queues.Namespaces[0])).
+			Queue(env.Topo.Spec.Queues.LocalQueue).Requests(d.CPU, d.Memory).RunFor(d.RunFor).Obj()
 		for {
 			res.Creates++
 			cur := j.DeepCopy()
@@ -170,7 +171,7 @@ func Failover(ctx context.Context, env *Env, o FailoverOptions) (FailoverResult,
 			}
 			res.CreateFailures++
 			record(fmt.Sprintf("cluster %q: create Job %s/%s", mgr.Name, j.Namespace, j.Name), err)
-			if res.CreateFailures > 10*o.Jobs {
+			if res.CreateFailures > 10*d.Jobs {
 				return res, fmt.Errorf("cluster %q: Job creates keep failing: %v", mgr.Name, err)
 			}
 			select {
@@ -260,29 +261,24 @@ func (o FailoverOptions) resolve(env *Env) (FailoverOptions, error) {
 	if clusterNamed(env.Topo, o.Cluster) == nil {
 		return o, fmt.Errorf("scenario: FailoverOptions.Cluster: no cluster %q in the topology", o.Cluster)
 	}
-	if o.Jobs == 0 {
-		o.Jobs = 50
+	d := &o.Dispatch
+	if err := d.use("Failover", "FailoverOptions.Dispatch", DispatchOptions{Jobs: 50, NamePrefix: "failover-" + o.Cluster, CPU: "100m", Memory: "100Mi", RunFor: time.Second},
+		map[string]string{"Kinds": "it submits batch/Jobs only", "Fails": "its Jobs must succeed", "StartTimeout": "it waits for the Jobs to finish, not to start"}); err != nil {
+		return o, err
 	}
-	if o.Jobs < 1 {
-		return o, fmt.Errorf("scenario: FailoverOptions.Jobs: %d; want at least 1", o.Jobs)
+	if err := d.defaults("Failover", "FailoverOptions.Dispatch"); err != nil {
+		return o, err
 	}
 	if o.StopAfter == 0 {
-		o.StopAfter = max(o.Jobs/4, 1)
+		o.StopAfter = max(d.Jobs/4, 1)
 	}
-	if o.StopAfter < 1 || o.StopAfter > o.Jobs {
-		return o, fmt.Errorf("scenario: FailoverOptions.StopAfter: %d; want 1 to Jobs (%d)", o.StopAfter, o.Jobs)
+	if o.StopAfter < 1 || o.StopAfter > d.Jobs {
+		return o, fmt.Errorf("scenario: FailoverOptions.StopAfter: %d; want 1 to Dispatch.Jobs (%d)", o.StopAfter, d.Jobs)
 	}
 	o.Interval = cmpOr(o.Interval, 100*time.Millisecond)
-	o.RunFor = cmpOr(o.RunFor, time.Second)
 	o.ProbeEvery = cmpOr(o.ProbeEvery, 100*time.Millisecond)
 	o.Settle = cmpOr(o.Settle, 3*time.Second)
 	o.TakeoverTimeout = cmpOr(o.TakeoverTimeout, 2*time.Minute)
-	if o.CPU == "" {
-		o.CPU = "100m"
-	}
-	if o.Memory == "" {
-		o.Memory = "100Mi"
-	}
 	if o.Stop == nil {
 		o.Stop = defaultStop(env)
 	}

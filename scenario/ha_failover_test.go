@@ -44,7 +44,7 @@ func TestFailover(t *testing.T) {
 
 	for _, cluster := range []string{topo.Manager.Name, topo.Workers[0].Name} {
 		t.Run(cluster, func(t *testing.T) {
-			res, err := scenario.Failover(ctx, env, scenario.FailoverOptions{Cluster: cluster, Jobs: 50})
+			res, err := scenario.Failover(ctx, env, scenario.FailoverOptions{Cluster: cluster, Dispatch: scenario.DispatchOptions{Jobs: 50}})
 			t.Log(res)
 			for _, e := range res.FirstErrors {
 				t.Logf("  during the switch: %s", e)
@@ -139,7 +139,7 @@ func TestFailoverOnRealClusters(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer env.Close()
-	res, err := scenario.Failover(ctx, env, scenario.FailoverOptions{Cluster: os.Getenv("MKTK_HA_CLUSTER"), Jobs: 50, RunFor: 5 * time.Second})
+	res, err := scenario.Failover(ctx, env, scenario.FailoverOptions{Cluster: os.Getenv("MKTK_HA_CLUSTER"), Dispatch: scenario.DispatchOptions{Jobs: 50, RunFor: 5 * time.Second}})
 	t.Log(res)
 	for _, e := range res.FirstErrors {
 		t.Logf("  during the switch: %s", e)
@@ -171,7 +171,7 @@ func TestFailoverPartitionedManagerLeader(t *testing.T) {
 	ctx := context.Background()
 	topo, env := testtopo.StartObserved(ctx, t, topology.Options{Workers: 2}, local.Options{HA: local.HA{Manager: true}})
 	p := topo.Provider().(*local.Provider)
-	res, err := scenario.Failover(ctx, env, scenario.FailoverOptions{Jobs: 50, Stop: func(ctx context.Context, c *topology.Cluster, holder string) error {
+	res, err := scenario.Failover(ctx, env, scenario.FailoverOptions{Dispatch: scenario.DispatchOptions{Jobs: 50}, Stop: func(ctx context.Context, c *topology.Cluster, holder string) error {
 		return p.PartitionReplica(ctx, c.Name, replicaOf(holder))
 	}})
 	t.Log(res)

@@ -39,17 +39,11 @@ type OutageOptions struct {
 	// Worker whose API server is stopped; default the worker running the
 	// most of the scenario's Jobs once they are all placed.
 	Worker string
-	// Jobs submitted before the outage; default twice the number of workers.
-	Jobs int
-	// Namespace; default the topology's first queue namespace.
-	Namespace string
-	// NamePrefix for the Jobs; default "outage".
-	NamePrefix string
-	// CPU and Memory requested by each Job; default "1" and "256Mi".
-	CPU, Memory string
-	// RunFor is each Job's run time; default 10s, so that the lost worker's
-	// Jobs are still running when it goes.
-	RunFor time.Duration
+	// Dispatch is the load submitted before the outage, batch/Jobs only
+	// (Kinds and Fails must be unset). Defaults: Jobs twice the number of
+	// workers; NamePrefix "outage"; CPU "1", Memory "256Mi"; RunFor 10s, so
+	// that the lost worker's Jobs are still running when it goes.
+	Dispatch DispatchOptions
 	// RedispatchBound: see DefaultRedispatchBound.
 	RedispatchBound time.Duration
 }
@@ -116,6 +110,11 @@ func WorkerOutage(ctx context.Context, env *Env, o OutageOptions) (OutageResult,
 		return OutageResult{}, err
 	}
 	var res OutageResult
+	d := o.Dispatch
+	if err := d.use(r.name, "OutageOptions.Dispatch", DispatchOptions{Jobs: 2 * len(env.Topo.Workers), NamePrefix: "outage", Memory: "256Mi", RunFor: 10 * time.Second},
+		map[string]string{"Kinds": "it submits batch/Jobs only", "Fails": "its Jobs must succeed to be judged re-dispatched"}); err != nil {
+		return res, err
+	}
 	candidates := env.Topo.Workers
 	if o.Worker != "" {
 		w := env.Topo.Worker(o.Worker)
@@ -136,23 +135,10 @@ func WorkerOutage(ctx context.Context, env *Env, o OutageOptions) (OutageResult,
 	if wlt > MaxOutageWorkerLostTimeout {
 		return res, r.errorf("%s; the scenario waits for it: give at most %s (topology.Options.Kueue.WorkerLostTimeout)", env.Topo.Facts.Say(topology.FactWorkerLostTimeout, wlt), MaxOutageWorkerLostTimeout)
 	}
-	if o.Jobs == 0 {
-		o.Jobs = 2 * len(env.Topo.Workers)
-	}
-	if o.NamePrefix == "" {
-		o.NamePrefix = "outage"
-	}
-	if o.Memory == "" {
-		o.Memory = "256Mi"
-	}
-	if o.RunFor == 0 {
-		o.RunFor = 10 * time.Second
-	}
 	if o.RedispatchBound == 0 {
 		o.RedispatchBound = DefaultRedispatchBound
 	}
-	d := DispatchOptions{Jobs: o.Jobs, Namespace: o.Namespace, NamePrefix: o.NamePrefix, CPU: o.CPU, Memory: o.Memory, RunFor: o.RunFor}
-	if err := d.defaults(r.name); err != nil {
+	if err := d.defaults(r.name, "OutageOptions.Dispatch"); err != nil {
 		return res, err
 	}
 	objs, err := r.build(d.templates(r.namespace(d.Namespace), []observe.Kind{observe.KindJob}))

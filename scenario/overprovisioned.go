@@ -19,12 +19,10 @@ import (
 
 // WorkerOverProvisionedOptions shape WorkerOverProvisioned.
 type WorkerOverProvisionedOptions struct {
-	// Namespace; default the topology's first queue namespace.
-	Namespace string
-	// NamePrefix for the Jobs; default "overprovisioned".
-	NamePrefix string
-	// CPU and Memory requested by each Job's pod; default "1" and "64Mi".
-	CPU, Memory string
+	// Dispatch is the load: batch/Jobs, as many as the workers' quotas fit,
+	// held running until deleted, so Jobs, Kinds, RunFor and Fails must be
+	// unset. Defaults: NamePrefix "overprovisioned"; CPU "1", Memory "64Mi".
+	Dispatch DispatchOptions
 	// Hold is how long the pods that fit no Node are watched staying
 	// Pending; default 10 s.
 	Hold time.Duration
@@ -60,20 +58,19 @@ func WorkerOverProvisioned(ctx context.Context, env *Env, o WorkerOverProvisione
 	if err != nil {
 		return res, err
 	}
-	if o.Memory == "" {
-		o.Memory = "64Mi"
-	}
 	if o.Hold == 0 {
 		o.Hold = 10 * time.Second
 	}
-	d := DispatchOptions{Namespace: o.Namespace, NamePrefix: o.NamePrefix, CPU: o.CPU, Memory: o.Memory, RunFor: time.Hour}
-	if d.NamePrefix == "" {
-		d.NamePrefix = "overprovisioned"
-	}
-	if err := d.defaults(r.name); err != nil {
+	d := o.Dispatch
+	if err := d.use(r.name, "WorkerOverProvisionedOptions.Dispatch", DispatchOptions{NamePrefix: "overprovisioned", Memory: "64Mi", RunFor: time.Hour},
+		map[string]string{"Jobs": "it submits as many Jobs as the workers' quotas fit", "Kinds": "it submits batch/Jobs only",
+			"RunFor": "its Jobs run until it deletes them", "Fails": "its Jobs must stay running"}); err != nil {
 		return res, err
 	}
-	if _, res.QuotaSlots, err = r.capacityPerWorker(ctx, "WorkerOverProvisionedOptions", d.CPU, d.Memory); err != nil {
+	if err := d.defaults(r.name, "WorkerOverProvisionedOptions.Dispatch"); err != nil {
+		return res, err
+	}
+	if _, res.QuotaSlots, err = r.capacityPerWorker(ctx, "WorkerOverProvisionedOptions.Dispatch", d.CPU, d.Memory); err != nil {
 		return res, err
 	}
 	jobs, over := 0, 0
@@ -94,7 +91,7 @@ func WorkerOverProvisioned(ctx context.Context, env *Env, o WorkerOverProvisione
 	if over == 0 {
 		return res, r.errorf("no worker's ClusterQueue admits more Jobs of %s CPU and %s memory than its Nodes hold (quota %v, Nodes %v)", d.CPU, d.Memory, res.QuotaSlots, res.NodeSlots)
 	}
-	ns := r.namespace(o.Namespace)
+	ns := r.namespace(d.Namespace)
 	tmpls := make([]JobTemplate, jobs)
 	for i := range tmpls {
 		tmpls[i] = JobTemplate{Kind: observe.KindJob, Name: fmt.Sprintf("%s-%d", d.NamePrefix, i), Namespace: ns, CPU: d.CPU, Memory: d.Memory, RunFor: d.RunFor}

@@ -37,7 +37,7 @@ func TestWorkerOverProvisioned(t *testing.T) {
 // hold their quota (the default) cannot show it, and the scenario says so.
 func TestWorkerOverProvisionedRefusesWorkersWithoutNodes(t *testing.T) {
 	env := mixed.get(t)
-	_, err := scenario.WorkerOverProvisioned(context.Background(), env, scenario.WorkerOverProvisionedOptions{NamePrefix: "overprov-refused"})
+	_, err := scenario.WorkerOverProvisioned(context.Background(), env, scenario.WorkerOverProvisionedOptions{Dispatch: scenario.DispatchOptions{NamePrefix: "overprov-refused"}})
 	if err == nil {
 		t.Fatal("WorkerOverProvisioned passed on workers without Nodes (or with Nodes that hold the quota)")
 	}

@@ -32,17 +32,11 @@ const (
 
 // QuotaOptions shape Quota.
 type QuotaOptions struct {
-	// Jobs to submit at once; default twice the larger of the manager's and
-	// the workers' capacity, so that quota runs out.
-	Jobs int
-	// Namespace; default the topology's first queue namespace.
-	Namespace string
-	// NamePrefix for the Jobs; default "quota".
-	NamePrefix string
-	// CPU and Memory requested by each Job; default "1" and "100Mi".
-	CPU, Memory string
-	// RunFor is each Job's run time on the worker; default 2s.
-	RunFor time.Duration
+	// Dispatch is the load, batch/Jobs only (Kinds and Fails must be
+	// unset), submitted at once. Defaults: Jobs twice the larger of the
+	// manager's and the workers' capacity, so that quota runs out;
+	// NamePrefix "quota"; CPU "1", Memory "100Mi"; RunFor 2s.
+	Dispatch DispatchOptions
 }
 
 // QuotaResult is what Quota measured.
@@ -87,17 +81,13 @@ func Quota(ctx context.Context, env *Env, o QuotaOptions) (QuotaResult, error) {
 	if err != nil {
 		return QuotaResult{}, err
 	}
-	if o.CPU == "" {
-		o.CPU = "1"
-	}
-	if o.Memory == "" {
-		o.Memory = "100Mi"
-	}
-	if o.RunFor == 0 {
-		o.RunFor = 2 * time.Second
+	d := o.Dispatch
+	if err := d.use(r.name, "QuotaOptions.Dispatch", DispatchOptions{NamePrefix: "quota", CPU: "1", Memory: "100Mi", RunFor: 2 * time.Second},
+		map[string]string{"Kinds": "it submits batch/Jobs only", "Fails": "its Jobs must succeed"}); err != nil {
+		return QuotaResult{}, err
 	}
 	res := QuotaResult{}
-	if res.ManagerSlots, res.WorkerSlots, err = r.capacity(ctx, "QuotaOptions", o.CPU, o.Memory); err != nil {
+	if res.ManagerSlots, res.WorkerSlots, err = r.capacity(ctx, "QuotaOptions.Dispatch", d.CPU, d.Memory); err != nil {
 		return res, err
 	}
 	switch {
@@ -109,19 +99,15 @@ func Quota(ctx context.Context, env *Env, o QuotaOptions) (QuotaResult, error) {
 		res.Provisioning = OverProvisioned
 	}
 	if res.ManagerSlots == 0 || res.WorkerSlots == 0 {
-		return res, r.errorf("a Job of %s CPU and %s memory fits %d times on the manager and %d times on the workers; both must be at least 1", o.CPU, o.Memory, res.ManagerSlots, res.WorkerSlots)
+		return res, r.errorf("a Job of %s CPU and %s memory fits %d times on the manager and %d times on the workers; both must be at least 1", d.CPU, d.Memory, res.ManagerSlots, res.WorkerSlots)
 	}
-	if o.Jobs == 0 {
-		o.Jobs = 2 * max(res.ManagerSlots, res.WorkerSlots)
+	if d.Jobs == 0 {
+		d.Jobs = 2 * max(res.ManagerSlots, res.WorkerSlots)
 	}
-	if o.Jobs <= min(res.ManagerSlots, res.WorkerSlots) {
-		return res, r.errorf("QuotaOptions.Jobs: %d Jobs do not exhaust the quota (the manager fits %d, the workers %d)", o.Jobs, res.ManagerSlots, res.WorkerSlots)
+	if d.Jobs <= min(res.ManagerSlots, res.WorkerSlots) {
+		return res, r.errorf("QuotaOptions.Dispatch.Jobs: %d Jobs do not exhaust the quota (the manager fits %d, the workers %d)", d.Jobs, res.ManagerSlots, res.WorkerSlots)
 	}
-	d := DispatchOptions{Jobs: o.Jobs, Namespace: o.Namespace, NamePrefix: o.NamePrefix, CPU: o.CPU, Memory: o.Memory, RunFor: o.RunFor}
-	if d.NamePrefix == "" {
-		d.NamePrefix = "quota"
-	}
-	if err := d.defaults(r.name); err != nil {
+	if err := d.defaults(r.name, "QuotaOptions.Dispatch"); err != nil {
 		return res, err
 	}
 	objs, err := r.build(d.templates(r.namespace(d.Namespace), []observe.Kind{observe.KindJob}))

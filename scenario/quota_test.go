@@ -42,7 +42,7 @@ func TestQuota(t *testing.T) {
 				setManagerCPU(ctx, t, env, resource.MustParse(tc.cpu))
 			}
 			start := time.Now()
-			res, _ := scenario.For(t, env).Quota(ctx, scenario.QuotaOptions{CPU: "2", NamePrefix: "quota-" + strings.ToLower(tc.name)})
+			res, _ := scenario.For(t, env).Quota(ctx, scenario.QuotaOptions{Dispatch: scenario.DispatchOptions{CPU: "2", NamePrefix: "quota-" + strings.ToLower(tc.name)}})
 			t.Logf("%s: %d Jobs in %s; manager fits %d, workers %d; peaks: %d reserved on the manager, %d running on workers (%d copies admitted), %d queued, %d starved; %s",
 				res.Provisioning, len(res.Objects), time.Since(start).Round(time.Millisecond), res.ManagerSlots, res.WorkerSlots,
 				res.PeakManagerReserved, res.PeakRunning, res.PeakCopies, res.PeakQueued, res.PeakStarved, res.Evidence)

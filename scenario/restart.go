@@ -14,17 +14,11 @@ import (
 
 // RestartOptions shape ManagerRestart.
 type RestartOptions struct {
-	// Jobs submitted before the restart; default twice as many as the
-	// manager or the workers fit at once, so that some wait on the manager.
-	Jobs int
-	// Namespace; default the topology's first queue namespace.
-	Namespace string
-	// NamePrefix for the Jobs; default "restart".
-	NamePrefix string
-	// CPU and Memory requested by each Job; default "1" and "256Mi".
-	CPU, Memory string
-	// RunFor is each Job's run time; default 3s.
-	RunFor time.Duration
+	// Dispatch is the load submitted before the restart, batch/Jobs only
+	// (Kinds and Fails must be unset). Defaults: Jobs twice as many as the
+	// manager or the workers fit at once, so that some wait on the manager;
+	// NamePrefix "restart"; CPU "1", Memory "256Mi"; RunFor 3s.
+	Dispatch DispatchOptions
 }
 
 // RestartResult is what ManagerRestart saw.
@@ -74,31 +68,23 @@ func ManagerRestart(ctx context.Context, env *Env, o RestartOptions) (RestartRes
 		return RestartResult{}, err
 	}
 	var res RestartResult
+	d := o.Dispatch
+	if err := d.use(r.name, "RestartOptions.Dispatch", DispatchOptions{NamePrefix: "restart", CPU: "1", Memory: "256Mi", RunFor: 3 * time.Second},
+		map[string]string{"Kinds": "it submits batch/Jobs only", "Fails": "its Jobs must succeed to be judged resumed"}); err != nil {
+		return res, err
+	}
 	lc, err := r.lifecycle(env.Topo.Manager)
 	if err != nil {
 		return res, err
 	}
-	if o.NamePrefix == "" {
-		o.NamePrefix = "restart"
-	}
-	if o.CPU == "" {
-		o.CPU = "1"
-	}
-	if o.Memory == "" {
-		o.Memory = "256Mi"
-	}
-	if o.Jobs == 0 {
-		m, w, err := r.capacity(ctx, "RestartOptions", o.CPU, o.Memory)
+	if d.Jobs == 0 {
+		m, w, err := r.capacity(ctx, "RestartOptions.Dispatch", d.CPU, d.Memory)
 		if err != nil {
 			return res, err
 		}
-		o.Jobs = 2 * max(m, w, 1)
+		d.Jobs = 2 * max(m, w, 1)
 	}
-	if o.RunFor == 0 {
-		o.RunFor = 3 * time.Second
-	}
-	d := DispatchOptions{Jobs: o.Jobs, Namespace: o.Namespace, NamePrefix: o.NamePrefix, CPU: o.CPU, Memory: o.Memory, RunFor: o.RunFor}
-	if err := d.defaults(r.name); err != nil {
+	if err := d.defaults(r.name, "RestartOptions.Dispatch"); err != nil {
 		return res, err
 	}
 	objs, err := r.build(d.templates(r.namespace(d.Namespace), []observe.Kind{observe.KindJob}))
@@ -155,7 +141,7 @@ func ManagerRestart(ctx context.Context, env *Env, o RestartOptions) (RestartRes
 		return res, r.errorf("cluster %q: stop Kueue: %w", mgr, err)
 	}
 	var errs []error
-	err = poll.Until(ctx, o.RunFor+r.chk.Timeout, "a remote Job to finish while the manager's Kueue is down", func(context.Context) error {
+	err = poll.Until(ctx, d.RunFor+r.chk.Timeout, "a remote Job to finish while the manager's Kueue is down", func(context.Context) error {
 		res.FinishedWhileDown = 0
 		for _, ob := range objs {
 			jobs, _ := env.Obs.History(observe.KindJob, ob.GetNamespace(), ob.GetName())

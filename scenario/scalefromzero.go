@@ -20,19 +20,12 @@ import (
 
 // ScaleFromZeroOptions shape ScaleFromZero.
 type ScaleFromZeroOptions struct {
-	// Jobs is how many batch/Jobs to submit at once; default 2.
-	Jobs int
-	// Namespace; default the topology's first queue namespace.
-	Namespace string
-	// NamePrefix for the jobs; default "scalefromzero".
-	NamePrefix string
-	// CPU and Memory requested by each pod; default "1" and "64Mi".
-	CPU, Memory string
-	// RunFor is each job's run time; default 1s.
-	RunFor time.Duration
-	// StartTimeout bounds the wait for a remote Job to start, Nodes'
-	// provisioning included; default DefaultStartTimeout.
-	StartTimeout time.Duration
+	// Dispatch is the load, batch/Jobs only (Kinds and Fails must be
+	// unset), submitted at once. Defaults: Jobs 2; NamePrefix
+	// "scalefromzero"; CPU "1", Memory "64Mi"; RunFor 1s; StartTimeout, the
+	// wait for a remote Job to start, Nodes' provisioning included,
+	// DefaultStartTimeout.
+	Dispatch DispatchOptions
 }
 
 // ScaleFromZeroResult is what ScaleFromZero saw on the workers.
@@ -66,17 +59,15 @@ func ScaleFromZero(ctx context.Context, env *Env, o ScaleFromZeroOptions) (Scale
 	if err != nil {
 		return res, err
 	}
-	if o.Jobs == 0 {
-		o.Jobs = 2
-	}
-	if o.Memory == "" {
-		o.Memory = "64Mi"
-	}
-	d := DispatchOptions{Jobs: o.Jobs, Namespace: o.Namespace, NamePrefix: o.NamePrefix, CPU: o.CPU, Memory: o.Memory, RunFor: o.RunFor, StartTimeout: o.StartTimeout}
-	if err := d.defaults(r.name); err != nil {
+	d := o.Dispatch
+	if err := d.use(r.name, "ScaleFromZeroOptions.Dispatch", DispatchOptions{Jobs: 2, Memory: "64Mi"},
+		map[string]string{"Kinds": "it submits batch/Jobs only", "Fails": "its Jobs must run to show the scale-up"}); err != nil {
 		return res, err
 	}
-	ns := r.namespace(o.Namespace)
+	if err := d.defaults(r.name, "ScaleFromZeroOptions.Dispatch"); err != nil {
+		return res, err
+	}
+	ns := r.namespace(d.Namespace)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	watchers := map[string]*nodeWatch{}
@@ -95,7 +86,7 @@ func ScaleFromZero(ctx context.Context, env *Env, o ScaleFromZeroOptions) (Scale
 	if len(zero) == 0 {
 		return res, r.errorf("every worker has Nodes (%v): none to scale from zero; give one an autoscaled pool at zero (local.Nodes.Autoscaler)", res.NodesBefore)
 	}
-	tmpls := make([]JobTemplate, o.Jobs)
+	tmpls := make([]JobTemplate, d.Jobs)
 	for i := range tmpls {
 		tmpls[i] = JobTemplate{Kind: observe.KindJob, Name: fmt.Sprintf("%s-%d", d.NamePrefix, i), Namespace: ns, CPU: d.CPU, Memory: d.Memory, RunFor: d.RunFor}
 	}

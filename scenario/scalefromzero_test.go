@@ -21,7 +21,7 @@ func TestScaleFromZero(t *testing.T) {
 	_, env := testtopo.StartObserved(ctx, t, topology.Options{Workers: 2}, local.Options{Nodes: &local.Nodes{
 		CPU: "1", Memory: "2Gi", Autoscaler: &local.Autoscaler{Max: 3, Delay: 2 * time.Second, IdleAfter: 5 * time.Second},
 	}})
-	res, ok := scenario.For(t, env).ScaleFromZero(ctx, scenario.ScaleFromZeroOptions{Jobs: 3})
+	res, ok := scenario.For(t, env).ScaleFromZero(ctx, scenario.ScaleFromZeroOptions{Dispatch: scenario.DispatchOptions{Jobs: 3}})
 	if !ok {
 		return
 	}
@@ -42,7 +42,7 @@ func TestScaleFromZero(t *testing.T) {
 // scale, and the scenario says so instead of passing.
 func TestScaleFromZeroRefusesWorkersThatNeedNoNodes(t *testing.T) {
 	env := mixed.get(t)
-	_, err := scenario.ScaleFromZero(context.Background(), env, scenario.ScaleFromZeroOptions{Jobs: 1, NamePrefix: "nozero"})
+	_, err := scenario.ScaleFromZero(context.Background(), env, scenario.ScaleFromZeroOptions{Dispatch: scenario.DispatchOptions{Jobs: 1, NamePrefix: "nozero"}})
 	if err == nil {
 		t.Fatal("ScaleFromZero passed on workers with no autoscaled Nodes")
 	}

@@ -4,24 +4,15 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
-
-	"github.com/multikueue-testkit/testkit/observe"
 )
 
 // StatusSyncOptions shape StatusSync.
 type StatusSyncOptions struct {
-	// Kinds to run; default every kind the topology's integrations enable
-	// (Kinds).
-	Kinds []observe.Kind
-	// Namespace; default the topology's first queue namespace.
-	Namespace string
-	// NamePrefix for the jobs; default "statussync".
-	NamePrefix string
-	// RunFor is each job's run time on the worker; default 1s.
-	RunFor time.Duration
-	// StartTimeout as in DispatchOptions.
-	StartTimeout time.Duration
+	// Dispatch is the load: for each of its Kinds (default every kind the
+	// topology's integrations enable) one job that succeeds and one that
+	// fails, so Jobs and Fails must be unset. Defaults: NamePrefix
+	// "statussync"; CPU "500m", Memory "256Mi"; RunFor 1s.
+	Dispatch DispatchOptions
 }
 
 // StatusSync is the status-synchronisation scenario: for each job kind it
@@ -36,16 +27,19 @@ func StatusSync(ctx context.Context, env *Env, o StatusSyncOptions) (DispatchRes
 	if err != nil {
 		return DispatchResult{}, err
 	}
-	d := DispatchOptions{Namespace: o.Namespace, NamePrefix: o.NamePrefix, RunFor: o.RunFor, CPU: "500m", Memory: "256Mi",
-		StartTimeout: o.StartTimeout}
-	if err := d.defaults(r.name); err != nil {
+	d := o.Dispatch
+	if err := d.use(r.name, "StatusSyncOptions.Dispatch", DispatchOptions{CPU: "500m", Memory: "256Mi"},
+		map[string]string{"Jobs": "it submits one job that succeeds and one that fails of each kind", "Fails": "it builds one job of each kind to fail"}); err != nil {
 		return DispatchResult{}, err
 	}
-	kinds, err := checkKinds(env, "StatusSyncOptions.Kinds", o.Kinds)
+	if err := d.defaults(r.name, "StatusSyncOptions.Dispatch"); err != nil {
+		return DispatchResult{}, err
+	}
+	kinds, err := checkKinds(env, "StatusSyncOptions.Dispatch.Kinds", d.Kinds)
 	if err != nil {
 		return DispatchResult{}, err
 	}
-	ns := r.namespace(o.Namespace)
+	ns := r.namespace(d.Namespace)
 	var tmpls []JobTemplate
 	for _, k := range kinds {
 		for _, fails := range []bool{false, true} {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -16,24 +15,17 @@ import (
 
 // StressOptions shape Stress.
 type StressOptions struct {
-	// Workloads to submit at once; default 500. They must exceed what the
-	// manager's quota admits at once, unless Ample.
-	Workloads int
+	// Dispatch is the load, submitted at once: Jobs jobs of each of Kinds
+	// (default batch/Job only), interleaved. Their Workloads must exceed
+	// what the manager's quota admits at once, unless Ample. Defaults: Jobs
+	// 500; NamePrefix "stress"; CPU "1", Memory "100Mi"; RunFor 1s. Fails
+	// must be unset.
+	Dispatch DispatchOptions
 	// Ample turns the stress into a throughput run in the shape of Kueue's
 	// own MultiKueue performance test (kubernetes-sigs/kueue#13936): the
 	// manager's quota and every worker's must each fit all Workloads at
 	// once, and no exhaustion is looked for.
 	Ample bool
-	// Kinds of job, taken in turn; default batch/Job only.
-	Kinds []observe.Kind
-	// Namespace; default the topology's first queue namespace.
-	Namespace string
-	// NamePrefix for the jobs; default "stress".
-	NamePrefix string
-	// CPU and Memory requested by each pod; default "1" and "100Mi".
-	CPU, Memory string
-	// RunFor is each job's run time; default 1s.
-	RunFor time.Duration
 	// Concurrency is how many creations are in flight at once; default 50.
 	Concurrency int
 }
@@ -112,64 +104,45 @@ func Stress(ctx context.Context, env *Env, o StressOptions) (StressResult, error
 		return StressResult{}, err
 	}
 	res := StressResult{Workers: len(env.Topo.Workers)}
-	if o.Workloads == 0 {
-		o.Workloads = 500
-	}
-	if o.Workloads < 0 {
-		return res, r.errorf("StressOptions.Workloads: %d is negative", o.Workloads)
-	}
-	if o.NamePrefix == "" {
-		o.NamePrefix = "stress"
-	}
-	if o.CPU == "" {
-		o.CPU = "1"
-	}
-	if o.Memory == "" {
-		o.Memory = "100Mi"
-	}
 	if o.Concurrency <= 0 {
 		o.Concurrency = 50
 	}
-	kinds, err := checkKinds(env, "StressOptions.Kinds", o.Kinds)
+	d := o.Dispatch
+	if err := d.use(r.name, "StressOptions.Dispatch", DispatchOptions{Jobs: 500, Kinds: []observe.Kind{observe.KindJob}, NamePrefix: "stress", CPU: "1", Memory: "100Mi"},
+		map[string]string{"Fails": "its jobs must finish for the run to end"}); err != nil {
+		return res, err
+	}
+	if err := d.defaults(r.name, "StressOptions.Dispatch"); err != nil {
+		return res, err
+	}
+	kinds, err := checkKinds(env, "StressOptions.Dispatch.Kinds", d.Kinds)
 	if err != nil {
 		return res, err
 	}
-	if len(o.Kinds) == 0 {
-		kinds = []observe.Kind{observe.KindJob}
-	}
-	d := DispatchOptions{Jobs: 1, Namespace: o.Namespace, NamePrefix: o.NamePrefix, CPU: o.CPU, Memory: o.Memory, RunFor: o.RunFor}
-	if err := d.defaults(r.name); err != nil {
-		return res, err
-	}
+	workloads := d.Jobs * len(kinds)
 	perWorker := map[string]int{}
-	if res.ManagerSlots, perWorker, err = r.capacityPerWorker(ctx, "StressOptions", o.CPU, o.Memory); err != nil {
+	if res.ManagerSlots, perWorker, err = r.capacityPerWorker(ctx, "StressOptions.Dispatch", d.CPU, d.Memory); err != nil {
 		return res, err
 	}
 	for _, n := range perWorker {
 		res.WorkerSlots += n
 	}
 	if res.ManagerSlots == 0 || res.WorkerSlots == 0 {
-		return res, r.errorf("a job of %s CPU and %s memory fits %d times on the manager and %d times on the workers; both must be at least 1", o.CPU, o.Memory, res.ManagerSlots, res.WorkerSlots)
+		return res, r.errorf("a job of %s CPU and %s memory fits %d times on the manager and %d times on the workers; both must be at least 1", d.CPU, d.Memory, res.ManagerSlots, res.WorkerSlots)
 	}
 	switch {
-	case o.Ample && o.Workloads > res.ManagerSlots:
-		return res, r.errorf("StressOptions.Ample: the manager's quota fits %d of the %d Workloads at once, not all", res.ManagerSlots, o.Workloads)
+	case o.Ample && workloads > res.ManagerSlots:
+		return res, r.errorf("StressOptions.Ample: the manager's quota fits %d of the %d Workloads at once, not all", res.ManagerSlots, workloads)
 	case o.Ample:
 		for _, w := range env.Topo.Workers {
-			if n := perWorker[w.Name]; n < o.Workloads {
-				return res, r.errorf("StressOptions.Ample: worker %q's quota fits %d of the %d Workloads at once, not all", w.Name, n, o.Workloads)
+			if n := perWorker[w.Name]; n < workloads {
+				return res, r.errorf("StressOptions.Ample: worker %q's quota fits %d of the %d Workloads at once, not all", w.Name, n, workloads)
 			}
 		}
-	case o.Workloads <= res.ManagerSlots:
-		return res, r.errorf("StressOptions.Workloads: %d do not exhaust the manager's quota (it fits %d at once)", o.Workloads, res.ManagerSlots)
+	case workloads <= res.ManagerSlots:
+		return res, r.errorf("StressOptions.Dispatch.Jobs: %d Workloads do not exhaust the manager's quota (it fits %d at once)", workloads, res.ManagerSlots)
 	}
-	ns := r.namespace(o.Namespace)
-	tmpls := make([]JobTemplate, o.Workloads)
-	for i := range tmpls {
-		k := kinds[i%len(kinds)]
-		tmpls[i] = JobTemplate{Kind: k, Name: fmt.Sprintf("%s-%s-%d", d.NamePrefix, strings.ToLower(string(k)), i), Namespace: ns,
-			CPU: d.CPU, Memory: d.Memory, RunFor: d.RunFor}
-	}
+	tmpls := d.templates(r.namespace(d.Namespace), kinds)
 	objs, err := r.build(tmpls)
 	if err != nil {
 		return res, err

@@ -20,7 +20,7 @@ import (
 // workload. BenchmarkStress is the full-size one.
 func TestStressSmall(t *testing.T) {
 	env := mixed.get(t)
-	res, _ := scenario.For(t, env).Stress(context.Background(), scenario.StressOptions{Workloads: 60, NamePrefix: "stress-ci"})
+	res, _ := scenario.For(t, env).Stress(context.Background(), scenario.StressOptions{Dispatch: scenario.DispatchOptions{Jobs: 60, NamePrefix: "stress-ci"}})
 	logStress(t, res)
 }
 
@@ -30,11 +30,11 @@ func TestStressSmall(t *testing.T) {
 func TestStressAmple(t *testing.T) {
 	env := mixed.get(t)
 	ctx := context.Background()
-	_, err := scenario.Stress(ctx, env, scenario.StressOptions{Workloads: 60, Ample: true, NamePrefix: "ample-refused"})
+	_, err := scenario.Stress(ctx, env, scenario.StressOptions{Dispatch: scenario.DispatchOptions{Jobs: 60, NamePrefix: "ample-refused"}, Ample: true})
 	if err == nil || !strings.Contains(err.Error(), "StressOptions.Ample: the manager's quota fits 12 of the 60 Workloads") {
 		t.Fatalf("Ample with 60 Jobs of 1 CPU on a manager that fits 12: got %v, want the refusal naming StressOptions.Ample", err)
 	}
-	res, _ := scenario.For(t, env).Stress(ctx, scenario.StressOptions{Workloads: 12, Ample: true, CPU: "100m", Memory: "10Mi", RunFor: time.Millisecond, NamePrefix: "ample-ci"})
+	res, _ := scenario.For(t, env).Stress(ctx, scenario.StressOptions{Dispatch: scenario.DispatchOptions{Jobs: 12, CPU: "100m", Memory: "10Mi", RunFor: time.Millisecond, NamePrefix: "ample-ci"}, Ample: true})
 	logStress(t, res)
 	if res.Exhausted != "" {
 		t.Errorf("an Ample run reports an exhaustion: %s", res.Exhausted)
@@ -78,7 +78,7 @@ func BenchmarkStress(b *testing.B) {
 	defer env.Close()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		res, err := scenario.Stress(ctx, env, scenario.StressOptions{Workloads: n, NamePrefix: fmt.Sprintf("bench-%d", i)})
+		res, err := scenario.Stress(ctx, env, scenario.StressOptions{Dispatch: scenario.DispatchOptions{Jobs: n, NamePrefix: fmt.Sprintf("bench-%d", i)}})
 		logStress(b, res)
 		if admitted, onWorker, why := allAdmitted(env, res); why == "" {
 			// What Kueue's own MultiKueue benchmark (kubernetes-sigs/kueue#13936)
@@ -183,7 +183,7 @@ func BenchmarkThroughput(b *testing.B) {
 	defer env.Close()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		res, err := scenario.Stress(ctx, env, scenario.StressOptions{Workloads: n, Ample: true, CPU: "100m", Memory: "10Mi", RunFor: time.Millisecond, NamePrefix: fmt.Sprintf("tput-%d", i)})
+		res, err := scenario.Stress(ctx, env, scenario.StressOptions{Dispatch: scenario.DispatchOptions{Jobs: n, CPU: "100m", Memory: "10Mi", RunFor: time.Millisecond, NamePrefix: fmt.Sprintf("tput-%d", i)}, Ample: true})
 		logStress(b, res)
 		if admitted, onWorker, why := allAdmitted(env, res); why == "" {
 			rate := float64(len(res.Objects)) / admitted.Seconds()

@@ -47,7 +47,7 @@ func ExampleNew_capzSpec() {
 		panic(err)
 	}
 	defer env.Close()
-	if _, err := scenario.DispatchJobs(ctx, env, scenario.DispatchOptions{Jobs: 10}); err != nil {
+	if _, err := scenario.Dispatch(ctx, env, scenario.DispatchOptions{Jobs: 10}); err != nil {
 		panic(err) // names the cluster and object; with $ARTIFACTS set, a report and dumps are written
 	}
 	fmt.Println("gcInterval read from the manager:", topo.Spec.GCInterval())
