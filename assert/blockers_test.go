@@ -14,6 +14,7 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/multikueue-testkit/testkit/internal/poll"
+	"github.com/multikueue-testkit/testkit/internal/testtopo"
 	"github.com/multikueue-testkit/testkit/workload"
 )
 
@@ -54,7 +55,7 @@ func TestAStuckWorkloadNamesTheRefusedCreate(t *testing.T) {
 	job := workload.NewJob(name, "default").Queue("user-queue").Requests("1", "1Gi").RunFor(time.Second).Obj()
 	submit(t, ctx, job)
 	t.Cleanup(func() { remove(t, ctx, job) })
-	wl := workloadOf(t, ctx, job)
+	wl := testtopo.WaitWorkload(ctx, t, env.Topo.Manager, job).Name
 	want := []string{"ExactlyOnceAdmitted failed", "has no status.clusterName yet"}
 	for _, w := range env.Topo.Workers {
 		want = append(want, fmt.Sprintf(`what holds it: cluster %q refused`, w.Name))

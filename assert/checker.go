@@ -126,14 +126,11 @@ func (c *Checker) resolve(ctx context.Context, obj client.Object) (target, error
 			}
 			uid = cur.GetUID()
 		}
-		var wls kueue.WorkloadList
-		if err := c.reader(mgr).List(ctx, &wls, client.InNamespace(t.namespace), client.MatchingLabels{observe.LabelJobUID: string(uid)}); err != nil {
+		wl, err := observe.WorkloadOf(ctx, c.reader(mgr), t.namespace, uid)
+		if err != nil {
 			return err
 		}
-		if len(wls.Items) == 0 {
-			return fmt.Errorf("no Workload labelled %s=%s yet", observe.LabelJobUID, uid)
-		}
-		t.workload, t.workloadUID, t.jobUID = wls.Items[0].Name, wls.Items[0].UID, uid
+		t.workload, t.workloadUID, t.jobUID = wl.Name, wl.UID, uid
 		return nil
 	})
 	return t, err

@@ -22,6 +22,7 @@ import (
 	"github.com/multikueue-testkit/testkit/connect"
 	"github.com/multikueue-testkit/testkit/internal/kueuefix"
 	"github.com/multikueue-testkit/testkit/internal/poll"
+	"github.com/multikueue-testkit/testkit/internal/testtopo"
 	"github.com/multikueue-testkit/testkit/observe"
 	"github.com/multikueue-testkit/testkit/topology"
 	"github.com/multikueue-testkit/testkit/topology/local"
@@ -219,7 +220,7 @@ func TestExactlyOnceAdmittedSaysTheWinnersJobIsNotMultiKueues(t *testing.T) {
 		// workload while it is there (seen: no clusterName within a
 		// minute): ExactlyOnceAdmitted must fail for it, and nothing may
 		// touch the worker's Job, before or after the manager's goes.
-		wlName = workloadOf(t, ctx, job)
+		wlName = testtopo.WaitWorkload(ctx, t, env.Topo.Manager, job).Name
 		err := c.ExactlyOnceAdmitted(ctx, job)
 		mustFail(t, err, "ExactlyOnceAdmitted failed", wlName,
 			`what holds it: cluster "`+winner.Name+`" holds its own Job default/h5 (UID `+string(own.UID), "not MultiKueue's (no "+observe.LabelOrigin+" label)")
@@ -274,7 +275,7 @@ func TestGuardKeepsAWorkersOwnJob(t *testing.T) {
 	own := ownJob(t, ctx, loser, "h6")
 	job := workload.NewJob("h6", "default").Queue("user-queue").Requests("1", "1Gi").RunFor(500 * time.Millisecond).Obj()
 	submit(t, ctx, job)
-	wlName = workloadOf(t, ctx, job)
+	wlName = testtopo.WaitWorkload(ctx, t, env.Topo.Manager, job).Name
 	if kueueFixed(t, "v0.19.0", "kubernetes-sigs/kueue#11849 (MultiKueue deletes a worker's own Job of the manager Job's name), fixed by #11877") {
 		// No deletion to deny: the workload is placed on the other worker
 		// and the loser's Job stays as it was.

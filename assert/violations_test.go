@@ -25,6 +25,7 @@ import (
 
 	"github.com/multikueue-testkit/testkit/assert"
 	"github.com/multikueue-testkit/testkit/internal/poll"
+	"github.com/multikueue-testkit/testkit/internal/testtopo"
 	"github.com/multikueue-testkit/testkit/observe"
 	"github.com/multikueue-testkit/testkit/topology"
 	"github.com/multikueue-testkit/testkit/workload"
@@ -469,7 +470,7 @@ func TestLosersCleanedCatchesAnEarlyDeletion(t *testing.T) {
 	}
 	job := workload.NewJob("early", "default").Queue("user-queue").Requests("1", "1Gi").RunFor(time.Second).Obj()
 	submit(t, ctx, job)
-	wlName := workloadOf(t, ctx, job)
+	wlName := testtopo.WaitWorkload(ctx, t, env.Topo.Manager, job).Name
 	observed(t, ctx, early.Name, job.Namespace, wlName, observe.Created)
 	observed(t, ctx, winner.Name, job.Namespace, wlName, observe.Created)
 	copyWl := &kueue.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: job.Namespace, Name: wlName}}
@@ -515,27 +516,6 @@ func setStopPolicy(t *testing.T, ctx context.Context, cl *topology.Cluster, p ku
 	if err != nil {
 		t.Fatal(err)
 	}
-}
-
-// workloadOf waits for the manager Workload of job and returns its name.
-func workloadOf(t *testing.T, ctx context.Context, job client.Object) string {
-	t.Helper()
-	var name string
-	err := poll.Until(ctx, time.Minute, fmt.Sprintf("the Workload of %s/%s on the manager", job.GetNamespace(), job.GetName()), func(ctx context.Context) error {
-		var wls kueue.WorkloadList
-		if err := env.Topo.Manager.Client.List(ctx, &wls, client.InNamespace(job.GetNamespace()), client.MatchingLabels{observe.LabelJobUID: string(job.GetUID())}); err != nil {
-			return err
-		}
-		if len(wls.Items) == 0 {
-			return errors.New("none yet")
-		}
-		name = wls.Items[0].Name
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return name
 }
 
 // TestStatusSyncedCatchesAManagerThatStopsSyncing stops the manager's Kueue
@@ -759,7 +739,7 @@ func TestQuotaRespectedCatchesADispatchWithoutQuota(t *testing.T) {
 	c.Since = time.Now()
 	job := workload.NewJob("unreserved", "default").Queue("user-queue").Requests("1", "1Gi").RunFor(time.Second).Obj()
 	submit(t, ctx, job)
-	name := workloadOf(t, ctx, job)
+	name := testtopo.WaitWorkload(ctx, t, env.Topo.Manager, job).Name
 	observed(t, ctx, mgr.Name, job.Namespace, name, observe.Created)
 	// No such queue on the worker: its Kueue leaves the copy alone.
 	early := workload.NewWorkload(name, "default").Queue("nowhere").Requests("1", "1Gi").Label(observe.LabelOrigin, env.Topo.Spec.Kueue.Origin).Obj()

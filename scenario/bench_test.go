@@ -145,11 +145,11 @@ type step struct {
 // event found.
 func jobSteps(env *scenario.Env, job *batchv1.Job, start time.Time) []step {
 	mgr := env.Topo.Manager.Name
-	key, ok := workloadOf(env, job)
-	if !ok {
+	mwl, err := observe.WorkloadOf(context.Background(), env.Obs.Reader(env.Topo.Manager.Name), job.GetNamespace(), job.GetUID())
+	if err != nil {
 		return nil
 	}
-	wl, _ := env.Obs.History(observe.KindWorkload, key.Namespace, key.Name)
+	wl, _ := env.Obs.History(observe.KindWorkload, mwl.Namespace, mwl.Name)
 	jobs, _ := env.Obs.History(observe.KindJob, job.Namespace, job.Name)
 	winner := ""
 	for _, e := range jobs {

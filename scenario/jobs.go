@@ -11,7 +11,6 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/multikueue-testkit/testkit/assert"
 	"github.com/multikueue-testkit/testkit/internal/poll"
@@ -326,14 +325,11 @@ func (r *run) workloadKey(ctx context.Context, o client.Object) (client.ObjectKe
 	mgr := r.env.Topo.Manager.Name
 	var key client.ObjectKey
 	err := poll.Until(ctx, r.chk.Timeout, fmt.Sprintf("cluster %q: the Workload of %s", mgr, ref(o)), func(ctx context.Context) error {
-		var wls kueue.WorkloadList
-		if err := r.env.Obs.Reader(mgr).List(ctx, &wls, client.InNamespace(o.GetNamespace()), client.MatchingLabels{observe.LabelJobUID: string(o.GetUID())}); err != nil {
+		wl, err := observe.WorkloadOf(ctx, r.env.Obs.Reader(mgr), o.GetNamespace(), o.GetUID())
+		if err != nil {
 			return err
 		}
-		if len(wls.Items) == 0 {
-			return fmt.Errorf("no Workload labelled %s=%s yet", observe.LabelJobUID, o.GetUID())
-		}
-		key = client.ObjectKeyFromObject(&wls.Items[0])
+		key = client.ObjectKeyFromObject(wl)
 		return nil
 	})
 	return key, err

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/multikueue-testkit/testkit/assert"
 	"github.com/multikueue-testkit/testkit/observe"
@@ -226,11 +225,11 @@ func mentionsJob(e error, jobs []string) string {
 // immutable, so the manager cannot follow the copy it kept. "" otherwise.
 func staleCopyWon(env *scenario.Env, o client.Object, lost string) string {
 	mgr := env.Topo.Manager.Name
-	key, ok := workloadOf(env, o)
-	if !ok {
+	mwl, err := observe.WorkloadOf(context.Background(), env.Obs.Reader(env.Topo.Manager.Name), o.GetNamespace(), o.GetUID())
+	if err != nil {
 		return ""
 	}
-	wl, _ := env.Obs.History(observe.KindWorkload, key.Namespace, key.Name)
+	wl, _ := env.Obs.History(observe.KindWorkload, mwl.Namespace, mwl.Name)
 	jobs, _ := env.Obs.History(observe.KindJob, o.GetNamespace(), o.GetName())
 	selected, at := "", time.Time{}
 	for _, e := range wl {
@@ -271,11 +270,11 @@ func staleCopyWon(env *scenario.Env, o client.Object, lost string) string {
 // start before the first selection counts against the first).
 func ranOutsideItsCycle(env *scenario.Env, o client.Object) string {
 	mgr := env.Topo.Manager.Name
-	key, ok := workloadOf(env, o)
-	if !ok {
+	mwl, err := observe.WorkloadOf(context.Background(), env.Obs.Reader(env.Topo.Manager.Name), o.GetNamespace(), o.GetUID())
+	if err != nil {
 		return "the manager has no Workload for " + o.GetNamespace() + "/" + o.GetName()
 	}
-	wl, _ := env.Obs.History(observe.KindWorkload, key.Namespace, key.Name)
+	wl, _ := env.Obs.History(observe.KindWorkload, mwl.Namespace, mwl.Name)
 	jobs, _ := env.Obs.History(observe.KindJob, o.GetNamespace(), o.GetName())
 	for _, j := range jobs {
 		if j.Cluster == mgr || j.Type != observe.JobStarted || j.UID == o.GetUID() {
@@ -302,18 +301,6 @@ func ranOutsideItsCycle(env *scenario.Env, o client.Object) string {
 		}
 	}
 	return ""
-}
-
-// workloadOf finds the manager Workload of a job object in the Observer's
-// cache.
-func workloadOf(env *scenario.Env, o client.Object) (client.ObjectKey, bool) {
-	var wls kueue.WorkloadList
-	err := env.Obs.Reader(env.Topo.Manager.Name).List(context.Background(), &wls,
-		client.InNamespace(o.GetNamespace()), client.MatchingLabels{observe.LabelJobUID: string(o.GetUID())})
-	if err != nil || len(wls.Items) == 0 {
-		return client.ObjectKey{}, false
-	}
-	return client.ObjectKeyFromObject(&wls.Items[0]), true
 }
 
 // TestKnownOutageFindings: the messages seen in TestWorkerOutage's runs are

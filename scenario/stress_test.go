@@ -124,11 +124,11 @@ func allAdmitted(env *scenario.Env, res scenario.StressResult) (took time.Durati
 				first = e.Time
 			}
 		}
-		key, ok := workloadOf(env, o)
-		if !ok {
+		mwl, err := observe.WorkloadOf(context.Background(), env.Obs.Reader(env.Topo.Manager.Name), o.GetNamespace(), o.GetUID())
+		if err != nil {
 			return 0, 0, fmt.Sprintf("no manager Workload for %s/%s", o.GetNamespace(), o.GetName())
 		}
-		wl, _ := env.Obs.History(observe.KindWorkload, key.Namespace, key.Name)
+		wl, _ := env.Obs.History(observe.KindWorkload, mwl.Namespace, mwl.Name)
 		var onMgr, remote time.Time
 		for _, e := range wl {
 			switch {
@@ -145,7 +145,7 @@ func allAdmitted(env *scenario.Env, res scenario.StressResult) (took time.Durati
 			onWorker++
 		}
 		if at.IsZero() {
-			return 0, 0, fmt.Sprintf("Workload %s was not seen Admitted on any cluster", key)
+			return 0, 0, fmt.Sprintf("Workload %s/%s was not seen Admitted on any cluster", mwl.Namespace, mwl.Name)
 		}
 		if at.After(last) {
 			last = at

@@ -1,10 +1,18 @@
 // Package testtopo holds what the module's tests share to start a local
-// topology: it is imported by _test.go files only.
+// topology and wait on what it runs: it is imported by _test.go files only.
 package testtopo
 
 import (
 	"context"
+	"fmt"
 	"testing"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	"github.com/multikueue-testkit/testkit/internal/poll"
+	"github.com/multikueue-testkit/testkit/observe"
 
 	"github.com/multikueue-testkit/testkit/scenario"
 	"github.com/multikueue-testkit/testkit/topology"
@@ -26,4 +34,21 @@ func StartObserved(ctx context.Context, t *testing.T, o topology.Options, lo loc
 	}
 	t.Cleanup(env.Close)
 	return topo, env
+}
+
+// WaitWorkload waits up to a minute for the Workload Kueue made on cluster
+// c for job (created, so with a UID) and returns it; t fails naming the
+// cluster and job when none comes.
+func WaitWorkload(ctx context.Context, t testing.TB, c *topology.Cluster, job client.Object) *kueue.Workload {
+	t.Helper()
+	var wl *kueue.Workload
+	err := poll.Until(ctx, time.Minute, fmt.Sprintf("cluster %q: the Workload of %s/%s", c.Name, job.GetNamespace(), job.GetName()), func(ctx context.Context) error {
+		var err error
+		wl, err = observe.WorkloadOf(ctx, c.Client, job.GetNamespace(), job.GetUID())
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return wl
 }

@@ -2,7 +2,6 @@ package report
 
 import (
 	"context"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -253,12 +252,11 @@ func managerWorkload(ctx context.Context, r client.Reader, o client.Object) (str
 	if r == nil || o.GetUID() == "" {
 		return "", ""
 	}
-	var wls kueue.WorkloadList
-	if err := r.List(ctx, &wls, client.InNamespace(o.GetNamespace()), client.MatchingLabels{observe.LabelJobUID: string(o.GetUID())}); err != nil || len(wls.Items) == 0 {
+	wl, err := observe.WorkloadOf(ctx, r, o.GetNamespace(), o.GetUID())
+	if err != nil {
 		return "", ""
 	}
-	slices.SortFunc(wls.Items, func(a, b kueue.Workload) int { return a.CreationTimestamp.Compare(b.CreationTimestamp.Time) })
-	return wls.Items[0].Name, wls.Items[0].UID
+	return wl.Name, wl.UID
 }
 
 // parseActiveDetail splits the Observer's `reason=R message="M"`.

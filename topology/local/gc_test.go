@@ -15,6 +15,7 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/multikueue-testkit/testkit/internal/poll"
+	"github.com/multikueue-testkit/testkit/internal/testtopo"
 	"github.com/multikueue-testkit/testkit/topology"
 	"github.com/multikueue-testkit/testkit/topology/local"
 	"github.com/multikueue-testkit/testkit/workload"
@@ -38,32 +39,6 @@ func gone(ctx context.Context, t *testing.T, c *topology.Cluster, obj client.Obj
 	if err != nil {
 		t.Fatal(err)
 	}
-}
-
-// workloadOf waits for the Workload that Kueue made for the object with uid
-// on cluster c and returns it.
-func workloadOf(ctx context.Context, t *testing.T, c *topology.Cluster, ns string, owner string) *kueue.Workload {
-	t.Helper()
-	var found *kueue.Workload
-	err := poll.Until(ctx, time.Minute, fmt.Sprintf("cluster %q: the Workload of %s", c.Name, owner), func(ctx context.Context) error {
-		var wls kueue.WorkloadList
-		if err := c.Client.List(ctx, &wls, client.InNamespace(ns)); err != nil {
-			return err
-		}
-		for i := range wls.Items {
-			for _, ref := range wls.Items[i].OwnerReferences {
-				if string(ref.UID) == string(owner) {
-					found = &wls.Items[i]
-					return nil
-				}
-			}
-		}
-		return errors.New("no Workload yet")
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return found
 }
 
 // remoteCopy waits until worker w has the Workload wl's copy and returns it.
@@ -105,8 +80,8 @@ func TestRealGarbageCollector(t *testing.T) {
 			t.Fatalf("cluster %q: create Job %s: %v", mgr.Name, j.Name, err)
 		}
 	}
-	runningWl := workloadOf(ctx, t, mgr, "default", string(running.UID))
-	doneWl := workloadOf(ctx, t, mgr, "default", string(done.UID))
+	runningWl := testtopo.WaitWorkload(ctx, t, mgr, running)
+	doneWl := testtopo.WaitWorkload(ctx, t, mgr, done)
 	runningCopy := remoteCopy(ctx, t, w, runningWl)
 	err = poll.Until(ctx, time.Minute, fmt.Sprintf("cluster %q: Workload %s to finish", mgr.Name, doneWl.Name), func(ctx context.Context) error {
 		cur := &kueue.Workload{}

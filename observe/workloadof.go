@@ -1,0 +1,31 @@
+package observe
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+)
+
+// WorkloadOf reads through r (a cluster's client, or an Observer's Reader
+// for its cache) the Workload Kueue made for the job object of UID jobUID
+// in namespace: the one labelled LabelJobUID=jobUID, the oldest if there
+// are several. Where there is none yet the error says so; a caller waiting
+// for it polls WorkloadOf.
+func WorkloadOf(ctx context.Context, r client.Reader, namespace string, jobUID types.UID) (*kueue.Workload, error) {
+	if jobUID == "" {
+		return nil, fmt.Errorf("no job UID to find the Workload of in namespace %s", namespace)
+	}
+	var wls kueue.WorkloadList
+	if err := r.List(ctx, &wls, client.InNamespace(namespace), client.MatchingLabels{LabelJobUID: string(jobUID)}); err != nil {
+		return nil, err
+	}
+	if len(wls.Items) == 0 {
+		return nil, fmt.Errorf("no Workload labelled %s=%s yet", LabelJobUID, jobUID)
+	}
+	slices.SortFunc(wls.Items, func(a, b kueue.Workload) int { return a.CreationTimestamp.Compare(b.CreationTimestamp.Time) })
+	return &wls.Items[0], nil
+}
