@@ -463,6 +463,6 @@ func actorOf(e observe.Event) string {
 
 // ForeignUntouched reports Checker.ForeignUntouched.
 func (a *Asserter) ForeignUntouched(ctx context.Context) bool {
-	a.h.Helper()
-	return a.report(a.c.ForeignUntouched(ctx))
+	a.rep.Helper()
+	return a.rep.Report(a.c.ForeignUntouched(ctx))
 }

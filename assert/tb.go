@@ -14,6 +14,47 @@ type TB interface {
 	Errorf(format string, args ...any)
 }
 
+// FatalTB adds Fatalf, for Require.
+type FatalTB interface {
+	TB
+	Fatalf(format string, args ...any)
+}
+
+// Reporter reports an error to a TB: with Errorf, or with Fatalf when made
+// by RequireReporter, calling the TB's Helper when it has one. The
+// Asserter and scenario.Runner report through it.
+type Reporter struct {
+	t      TB
+	h      helper // t's Helper, or a no-op
+	fatalf func(format string, args ...any)
+}
+
+// ReporterFor reports with t.Errorf.
+func ReporterFor(t TB) Reporter { return Reporter{t: t, h: helperOf(t)} }
+
+// RequireReporter reports with t.Fatalf.
+func RequireReporter(t FatalTB) Reporter { return Reporter{t: t, h: helperOf(t), fatalf: t.Fatalf} }
+
+// TB returns the TB reported to.
+func (r Reporter) TB() TB { return r.t }
+
+// Helper calls the TB's Helper, if it has one.
+func (r Reporter) Helper() { r.h.Helper() }
+
+// Report reports err, if any, and returns whether there was none.
+func (r Reporter) Report(err error) bool {
+	r.h.Helper()
+	if err == nil {
+		return true
+	}
+	if r.fatalf != nil {
+		r.fatalf("%v", err)
+	} else {
+		r.t.Errorf("%v", err)
+	}
+	return false
+}
+
 // helper is the optional part of a TB.
 type helper interface{ Helper() }
 
@@ -29,109 +70,88 @@ func helperOf(t TB) helper {
 	return noHelper{}
 }
 
-// FatalTB adds Fatalf, for Require.
-type FatalTB interface {
-	TB
-	Fatalf(format string, args ...any)
-}
-
 // Asserter runs a Checker's assertions and reports failures to a TB.
 type Asserter struct {
-	t      TB
-	h      helper // t's Helper, or a no-op
-	fatalf func(format string, args ...any)
-	c      *Checker
+	rep Reporter
+	c   *Checker
 }
 
 // For returns an Asserter that reports with t.Errorf and lets the test go on.
-func For(t TB, c *Checker) *Asserter { return &Asserter{t: t, h: helperOf(t), c: c} }
+func For(t TB, c *Checker) *Asserter { return &Asserter{rep: ReporterFor(t), c: c} }
 
 // Require returns an Asserter that stops the test with t.Fatalf.
 func Require(t FatalTB, c *Checker) *Asserter {
-	return &Asserter{t: t, h: helperOf(t), fatalf: t.Fatalf, c: c}
-}
-
-func (a *Asserter) report(err error) bool {
-	a.h.Helper()
-	if err == nil {
-		return true
-	}
-	if a.fatalf != nil {
-		a.fatalf("%v", err)
-	} else {
-		a.t.Errorf("%v", err)
-	}
-	return false
+	return &Asserter{rep: RequireReporter(t), c: c}
 }
 
 // SetupActive reports Checker.SetupActive.
 func (a *Asserter) SetupActive(ctx context.Context) bool {
-	a.h.Helper()
-	return a.report(a.c.SetupActive(ctx))
+	a.rep.Helper()
+	return a.rep.Report(a.c.SetupActive(ctx))
 }
 
 // ExactlyOnceAdmitted reports Checker.ExactlyOnceAdmitted.
 func (a *Asserter) ExactlyOnceAdmitted(ctx context.Context, job client.Object) bool {
-	a.h.Helper()
-	return a.report(a.c.ExactlyOnceAdmitted(ctx, job))
+	a.rep.Helper()
+	return a.rep.Report(a.c.ExactlyOnceAdmitted(ctx, job))
 }
 
 // NominationCleared reports Checker.NominationCleared.
 func (a *Asserter) NominationCleared(ctx context.Context, job client.Object) bool {
-	a.h.Helper()
-	return a.report(a.c.NominationCleared(ctx, job))
+	a.rep.Helper()
+	return a.rep.Report(a.c.NominationCleared(ctx, job))
 }
 
 // PlacementRecorded reports Checker.PlacementRecorded.
 func (a *Asserter) PlacementRecorded(ctx context.Context, job client.Object) bool {
-	a.h.Helper()
-	return a.report(a.c.PlacementRecorded(ctx, job))
+	a.rep.Helper()
+	return a.rep.Report(a.c.PlacementRecorded(ctx, job))
 }
 
 // Finished reports Checker.Finished.
 func (a *Asserter) Finished(ctx context.Context, job client.Object) bool {
-	a.h.Helper()
-	return a.report(a.c.Finished(ctx, job))
+	a.rep.Helper()
+	return a.rep.Report(a.c.Finished(ctx, job))
 }
 
 // NoOrphans reports Checker.NoOrphans.
 func (a *Asserter) NoOrphans(ctx context.Context) bool {
-	a.h.Helper()
-	return a.report(a.c.NoOrphans(ctx))
+	a.rep.Helper()
+	return a.rep.Report(a.c.NoOrphans(ctx))
 }
 
 // LosersCleaned reports Checker.LosersCleaned.
 func (a *Asserter) LosersCleaned(ctx context.Context, job client.Object) bool {
-	a.h.Helper()
-	return a.report(a.c.LosersCleaned(ctx, job))
+	a.rep.Helper()
+	return a.rep.Report(a.c.LosersCleaned(ctx, job))
 }
 
 // DispatchedIncrementally reports Checker.DispatchedIncrementally.
 func (a *Asserter) DispatchedIncrementally(ctx context.Context, job client.Object) bool {
-	a.h.Helper()
-	return a.report(a.c.DispatchedIncrementally(ctx, job))
+	a.rep.Helper()
+	return a.rep.Report(a.c.DispatchedIncrementally(ctx, job))
 }
 
 // ClusterActive reports Checker.ClusterActive.
 func (a *Asserter) ClusterActive(ctx context.Context, name string) bool {
-	a.h.Helper()
-	return a.report(a.c.ClusterActive(ctx, name))
+	a.rep.Helper()
+	return a.rep.Report(a.c.ClusterActive(ctx, name))
 }
 
 // ClusterInactive reports Checker.ClusterInactive.
 func (a *Asserter) ClusterInactive(ctx context.Context, name, reason string) bool {
-	a.h.Helper()
-	return a.report(a.c.ClusterInactive(ctx, name, reason))
+	a.rep.Helper()
+	return a.rep.Report(a.c.ClusterInactive(ctx, name, reason))
 }
 
 // StatusSynced reports Checker.StatusSynced.
 func (a *Asserter) StatusSynced(ctx context.Context, job client.Object) bool {
-	a.h.Helper()
-	return a.report(a.c.StatusSynced(ctx, job))
+	a.rep.Helper()
+	return a.rep.Report(a.c.StatusSynced(ctx, job))
 }
 
 // QuotaRespected reports Checker.QuotaRespected.
 func (a *Asserter) QuotaRespected(ctx context.Context) bool {
-	a.h.Helper()
-	return a.report(a.c.QuotaRespected(ctx))
+	a.rep.Helper()
+	return a.rep.Report(a.c.QuotaRespected(ctx))
 }

@@ -162,6 +162,6 @@ func showNames(names []string) string {
 
 // PendingVisible reports Checker.PendingVisible.
 func (a *Asserter) PendingVisible(ctx context.Context, q PendingQueue, want ...client.Object) bool {
-	a.h.Helper()
-	return a.report(a.c.PendingVisible(ctx, q, want...))
+	a.rep.Helper()
+	return a.rep.Report(a.c.PendingVisible(ctx, q, want...))
 }

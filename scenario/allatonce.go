@@ -48,7 +48,7 @@ func AllAtOnce(ctx context.Context, env *Env, o DispatchOptions) (DispatchResult
 
 // AllAtOnce runs AllAtOnce and reports its error.
 func (r *Runner) AllAtOnce(ctx context.Context, o DispatchOptions) (DispatchResult, bool) {
-	r.h.Helper()
+	r.rep.Helper()
 	res, err := AllAtOnce(ctx, r.env, o)
 	return res, r.report(err)
 }

@@ -224,7 +224,7 @@ func (r *run) outcomeCheck() check {
 
 // Dispatch runs Dispatch and reports its error.
 func (r *Runner) Dispatch(ctx context.Context, o DispatchOptions) (DispatchResult, bool) {
-	r.h.Helper()
+	r.rep.Helper()
 	res, err := Dispatch(ctx, r.env, o)
 	return res, r.report(err)
 }

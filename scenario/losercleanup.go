@@ -130,7 +130,7 @@ func LoserCleanup(ctx context.Context, env *Env, o LoserCleanupOptions) (LoserCl
 
 // LoserCleanup runs LoserCleanup and reports its error.
 func (r *Runner) LoserCleanup(ctx context.Context, o LoserCleanupOptions) (LoserCleanupResult, bool) {
-	r.h.Helper()
+	r.rep.Helper()
 	res, err := LoserCleanup(ctx, r.env, o)
 	return res, r.report(err)
 }

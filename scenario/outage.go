@@ -208,7 +208,7 @@ func WorkerOutage(ctx context.Context, env *Env, o OutageOptions) (OutageResult,
 // WorkerOutage runs WorkerOutage and reports its error (skips without a
 // Lifecycle when the TB can skip).
 func (r *Runner) WorkerOutage(ctx context.Context, o OutageOptions) (OutageResult, bool) {
-	r.h.Helper()
+	r.rep.Helper()
 	res, err := WorkerOutage(ctx, r.env, o)
 	return res, r.report(err)
 }

@@ -121,7 +121,7 @@ func WorkerOverProvisioned(ctx context.Context, env *Env, o WorkerOverProvisione
 
 // WorkerOverProvisioned runs WorkerOverProvisioned and reports its error.
 func (r *Runner) WorkerOverProvisioned(ctx context.Context, o WorkerOverProvisionedOptions) (WorkerOverProvisionedResult, bool) {
-	r.h.Helper()
+	r.rep.Helper()
 	res, err := WorkerOverProvisioned(ctx, r.env, o)
 	return res, r.report(err)
 }

@@ -131,7 +131,7 @@ func Quota(ctx context.Context, env *Env, o QuotaOptions) (QuotaResult, error) {
 
 // Quota runs Quota and reports its error.
 func (r *Runner) Quota(ctx context.Context, o QuotaOptions) (QuotaResult, bool) {
-	r.h.Helper()
+	r.rep.Helper()
 	res, err := Quota(ctx, r.env, o)
 	return res, r.report(err)
 }

@@ -178,7 +178,7 @@ func ManagerRestart(ctx context.Context, env *Env, o RestartOptions) (RestartRes
 // ManagerRestart runs ManagerRestart and reports its error (skips without a
 // Lifecycle when the TB can skip).
 func (r *Runner) ManagerRestart(ctx context.Context, o RestartOptions) (RestartResult, bool) {
-	r.h.Helper()
+	r.rep.Helper()
 	res, err := ManagerRestart(ctx, r.env, o)
 	return res, r.report(err)
 }

@@ -18,54 +18,31 @@ import (
 // Every method returns the scenario's result (partial when it failed) and
 // whether it passed.
 type Runner struct {
-	t      assert.TB
-	h      helper // t's Helper, or a no-op
-	fatalf func(format string, args ...any)
-	env    *Env
+	rep assert.Reporter
+	env *Env
 }
 
 // For returns a Runner that reports with t.Errorf.
-func For(t assert.TB, env *Env) *Runner { return &Runner{t: t, h: helperOf(t), env: env} }
+func For(t assert.TB, env *Env) *Runner { return &Runner{rep: assert.ReporterFor(t), env: env} }
 
 // Require returns a Runner that stops the test with t.Fatalf.
 func Require(t assert.FatalTB, env *Env) *Runner {
-	return &Runner{t: t, h: helperOf(t), fatalf: t.Fatalf, env: env}
+	return &Runner{rep: assert.RequireReporter(t), env: env}
 }
 
 // Env returns the Runner's Env.
 func (r *Runner) Env() *Env { return r.env }
 
-type helper interface{ Helper() }
-
 type skipper interface {
 	Skipf(format string, args ...any)
 }
 
-type noHelper struct{}
-
-func (noHelper) Helper() {}
-
-func helperOf(t assert.TB) helper {
-	if h, ok := t.(helper); ok {
-		return h
-	}
-	return noHelper{}
-}
-
 func (r *Runner) report(err error) bool {
-	r.h.Helper()
-	if err == nil {
-		return true
-	}
+	r.rep.Helper()
 	var nl *NeedsLifecycleError
-	if s, ok := r.t.(skipper); ok && errors.As(err, &nl) {
+	if s, ok := r.rep.TB().(skipper); ok && errors.As(err, &nl) {
 		s.Skipf("%v", err)
 		return false
 	}
-	if r.fatalf != nil {
-		r.fatalf("%v", err)
-	} else {
-		r.t.Errorf("%v", err)
-	}
-	return false
+	return r.rep.Report(err)
 }

@@ -26,6 +26,6 @@ func Setup(ctx context.Context, env *Env) error {
 
 // Setup runs Setup and reports its error.
 func (r *Runner) Setup(ctx context.Context) bool {
-	r.h.Helper()
+	r.rep.Helper()
 	return r.report(Setup(ctx, r.env))
 }
