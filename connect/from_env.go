@@ -2,6 +2,7 @@ package connect
 
 import (
 	"fmt"
+	"os"
 
 	"github.com/multikueue-testkit/testkit/topology"
 )
@@ -43,6 +44,14 @@ func FromEnv(getenv func(string) string) (topology.Connector, error) {
 	}
 	return ByName(getenv(EnvConnector), guard)
 }
+
+// Default is the connector a topology runs with when
+// topology.Options.Connector is nil, for every provider of this module (each
+// is a topology.ConnectorDefaulter answering with it): the one
+// $MKTK_CONNECTOR names, with the guard when $MKTK_GUARD says so
+// (FromEnv of the process environment); unset, the kubeconfig Secret
+// without the guard.
+func Default() (topology.Connector, error) { return FromEnv(os.Getenv) }
 
 // ByName returns the connector with the given name ("" means the kubeconfig
 // Secret), with or without the guard (it installs a

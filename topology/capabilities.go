@@ -17,6 +17,15 @@ import (
 // gets the documented fallback, never an error. A provider author reads
 // this file to see what there is to implement.
 
+// ConnectorDefaulter is a Provider that picks the connector when
+// Options.Connector is nil: New asks it before anything is provisioned.
+// Every provider of this module answers connect.Default, so the policy is
+// decided in one function; without it a nil connector is an error naming
+// Options.Connector.
+type ConnectorDefaulter interface {
+	DefaultConnector() (Connector, error)
+}
+
 // ClusterKeeper is implemented by providers whose clusters outlive the
 // topology (existing clusters, kind clusters kept for reuse). Close then
 // deletes exactly the objects the topology and its connector created on them,

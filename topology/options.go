@@ -41,8 +41,10 @@ type Options struct {
 	// (Kueue's Topology-Aware Scheduling with MultiKueue).
 	TAS *TAS
 
-	// Connector attaches workers to the manager. Providers default it to the
-	// kubeconfig Secret connector.
+	// Connector attaches workers to the manager. When nil, New asks the
+	// provider (ConnectorDefaulter); every provider of this module answers
+	// connect.Default: the connector $MKTK_CONNECTOR names, else the
+	// kubeconfig Secret, without the guard unless $MKTK_GUARD.
 	Connector Connector
 
 	// ReadyTimeout bounds the wait for the MultiKueue objects to become

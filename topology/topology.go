@@ -109,12 +109,23 @@ func New(ctx context.Context, provider Provider, opts Options) (*Topology, error
 	if provider == nil {
 		return nil, errors.New("topology: provider is nil")
 	}
+	if opts.Connector == nil {
+		d, ok := provider.(ConnectorDefaulter)
+		if !ok {
+			return nil, fmt.Errorf("topology: Options.Connector: nil, and provider %s picks no default (it is no ConnectorDefaulter); use connect.KubeconfigSecret or connect.ClusterProfile", provider.Name())
+		}
+		c, err := d.DefaultConnector()
+		if err != nil {
+			return nil, fmt.Errorf("topology: Options.Connector: nil, and provider %s's default: %w", provider.Name(), err)
+		}
+		if c == nil {
+			return nil, fmt.Errorf("topology: Options.Connector: nil, and provider %s's default is nil too", provider.Name())
+		}
+		opts.Connector = c
+	}
 	spec, err := opts.Resolve()
 	if err != nil {
 		return nil, err
-	}
-	if spec.Connector == nil {
-		return nil, errors.New("topology: Options.Connector: nil; use connect.KubeconfigSecret or connect.ClusterProfile")
 	}
 	t := &Topology{Spec: spec, provider: provider, ProviderName: provider.Name(), ConnectorName: spec.Connector.Name()}
 	mgr, workers, err := provider.Provision(ctx, spec)

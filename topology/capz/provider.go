@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -46,13 +45,6 @@ func New(ctx context.Context, opts topology.Options, o Options) (*topology.Topol
 		return nil, fmt.Errorf("capz: topology.Options.WorkerNames: %v, but Options.Workers are named %v", opts.WorkerNames, workers)
 	}
 	opts.ManagerName, opts.WorkerNames, opts.Workers = mgr, workers, len(workers)
-	if opts.Connector == nil {
-		c, err := connect.FromEnv(os.Getenv)
-		if err != nil {
-			return nil, fmt.Errorf("capz: %w", err)
-		}
-		opts.Connector = c
-	}
 	p.progress = newLineWriter(opts.Progress)
 	return topology.New(ctx, p, opts)
 }
@@ -70,6 +62,11 @@ type Provider struct {
 	closeOnce sync.Once
 	closeErr  error
 }
+
+// DefaultConnector is connect.Default (topology.ConnectorDefaulter).
+func (p *Provider) DefaultConnector() (topology.Connector, error) { return connect.Default() }
+
+var _ topology.ConnectorDefaulter = (*Provider)(nil)
 
 type createdCluster struct {
 	name string

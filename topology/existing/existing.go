@@ -26,7 +26,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -133,7 +132,7 @@ type Options struct {
 // New attaches the clusters. topology.Options' ManagerName and WorkerNames
 // come from the clusters' names here (a conflicting value is an error); in
 // wire mode Quotas, Queues and Connector say what to create (the connector
-// defaults to the one $MKTK_CONNECTOR names, without the guard, and what it
+// defaults to connect.Default, as on every provider, and what it
 // needs from Kueue is checked against what the manager runs); Kueue values,
 // in either mode, are checked against what the manager runs. Close the
 // topology when done.
@@ -146,13 +145,6 @@ func New(ctx context.Context, opts topology.Options, o Options) (*topology.Topol
 	case ModeAdopt:
 		return topology.Adopt(ctx, p, opts, topology.AdoptOptions{AdmissionCheck: o.AdmissionCheck})
 	default:
-		if opts.Connector == nil {
-			c, err := connect.FromEnv(os.Getenv)
-			if err != nil {
-				return nil, fmt.Errorf("existing: %w", err)
-			}
-			opts.Connector = c
-		}
 		return topology.New(ctx, p, opts)
 	}
 }
@@ -200,6 +192,11 @@ func (o Options) validate(opts *topology.Options) error {
 type Provider struct {
 	opts Options
 }
+
+// DefaultConnector is connect.Default (topology.ConnectorDefaulter).
+func (p *Provider) DefaultConnector() (topology.Connector, error) { return connect.Default() }
+
+var _ topology.ConnectorDefaulter = (*Provider)(nil)
 
 // NewProvider returns the provider for the clusters o names, for providers
 // that make clusters and hand them over (topology/capz). Unlike New it does

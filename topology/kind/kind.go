@@ -54,10 +54,7 @@ package kind
 
 import (
 	"context"
-	"fmt"
-	"os"
 
-	"github.com/multikueue-testkit/testkit/connect"
 	"github.com/multikueue-testkit/testkit/topology"
 )
 
@@ -82,11 +79,6 @@ func New(ctx context.Context, opts topology.Options, o Options) (*topology.Topol
 	}
 	if p.rt, err = Detect(ctx, o.Runtime); err != nil {
 		return nil, err
-	}
-	if opts.Connector == nil {
-		if opts.Connector, err = connect.FromEnv(os.Getenv); err != nil {
-			return nil, fmt.Errorf("kind: %w", err)
-		}
 	}
 	return topology.New(ctx, p, opts)
 }

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/kind/pkg/cluster"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
+	"github.com/multikueue-testkit/testkit/connect"
 	"github.com/multikueue-testkit/testkit/internal/redact"
 	"github.com/multikueue-testkit/testkit/topology"
 	"github.com/multikueue-testkit/testkit/topology/existing"
@@ -42,6 +43,11 @@ type Provider struct {
 	reused    []string          // kind clusters that existed before
 	images    []ImageLoad
 }
+
+// DefaultConnector is connect.Default (topology.ConnectorDefaulter).
+func (p *Provider) DefaultConnector() (topology.Connector, error) { return connect.Default() }
+
+var _ topology.ConnectorDefaulter = (*Provider)(nil)
 
 var (
 	_ topology.Provider      = (*Provider)(nil)
@@ -141,6 +147,9 @@ func (p *Provider) Provision(ctx context.Context, spec topology.Spec) (*topology
 	}
 	if err := unsupportedIntegrations(spec); err != nil {
 		return nil, nil, err
+	}
+	if spec.Connector == nil {
+		return nil, nil, errors.New("kind: Spec.Connector: nil (topology.New defaults it; a Spec handed to Provision directly must name one)")
 	}
 	needs, err := spec.Connector.KueueNeeds(ctx)
 	if err != nil {

@@ -222,37 +222,48 @@ const startTimeout = 2 * time.Minute
 // creates the MultiKueue objects and waits until they are Active. Close the
 // topology when done; topo.CloseWith(t) does it from t.Cleanup.
 func New(ctx context.Context, opts topology.Options, lopts Options) (*topology.Topology, error) {
-	installLogger(lopts.Logger)
-	if opts.Connector == nil {
-		c, err := connect.FromEnv(os.Getenv)
-		if err != nil {
-			return nil, fmt.Errorf("local: %w", err)
-		}
-		opts.Connector = c
-	}
-	lopts, err := haFromEnvUnlessSet(lopts)
-	if err != nil {
-		return nil, fmt.Errorf("local: %w", err)
-	}
-	if lopts.Nodes == nil {
-		if lopts.Nodes, err = NodesFromEnv(os.Getenv); err != nil {
-			return nil, fmt.Errorf("local: %w", err)
-		}
-	}
 	return topology.New(ctx, NewProvider(lopts), opts)
 }
 
-// NewProvider returns the local provider, for topology.New.
+// NewProvider returns the local provider, for topology.New: New is
+// exactly topology.New(ctx, NewProvider(lopts), opts). Where Options.HA or
+// Options.Nodes is unset it takes them from the environment (HAFromEnv,
+// NodesFromEnv); an error there is Provision's.
 func NewProvider(o Options) *Provider {
 	if o.StartTimeout == 0 {
 		o.StartTimeout = startTimeout
 	}
-	return &Provider{opts: o}
+	if !o.KeepDir {
+		o.KeepDir = KeepDirFromEnv(os.Getenv)
+	}
+	o, err := haFromEnvUnlessSet(o)
+	if err == nil && o.Nodes == nil {
+		o.Nodes, err = NodesFromEnv(os.Getenv)
+	}
+	p := &Provider{opts: o}
+	if err != nil {
+		p.envErr = fmt.Errorf("local: %w", err)
+	}
+	return p
 }
+
+// EnvKeepDir, set to 1, keeps the topology's directory as Options.KeepDir.
+const EnvKeepDir = "MKTK_KEEP_DIR"
+
+// KeepDirFromEnv reads EnvKeepDir with getenv.
+func KeepDirFromEnv(getenv func(string) string) bool { return getenv(EnvKeepDir) == "1" }
+
+// DefaultConnector is connect.Default (topology.ConnectorDefaulter).
+func (p *Provider) DefaultConnector() (topology.Connector, error) { return connect.Default() }
+
+var _ topology.ConnectorDefaulter = (*Provider)(nil)
 
 // Provider implements topology.Provider with local processes.
 type Provider struct {
 	opts Options
+	// envErr is what NewProvider could not read from the environment,
+	// returned by Provision.
+	envErr error
 
 	// auditPolicy is every API server's audit policy; nil with DisableAudit.
 	auditPolicy []byte
@@ -279,7 +290,13 @@ func (p *Provider) Name() string { return "local" }
 
 // Provision implements topology.Provider.
 func (p *Provider) Provision(ctx context.Context, spec topology.Spec) (*topology.Cluster, []*topology.Cluster, error) {
-	installLogger(p.opts.Logger) // also when the provider is used without New
+	if p.envErr != nil {
+		return nil, nil, p.envErr
+	}
+	if spec.Connector == nil {
+		return nil, nil, errors.New("local: Spec.Connector: nil (topology.New defaults it; a Spec handed to Provision directly must name one)")
+	}
+	installLogger(p.opts.Logger)
 	for i, kv := range p.opts.APIServerEnv {
 		if name, _, ok := strings.Cut(kv, "="); !ok || name == "" {
 			return nil, nil, fmt.Errorf("local: Options.APIServerEnv[%d] %q is not NAME=value", i, kv)
@@ -563,7 +580,7 @@ func (p *Provider) Close(context.Context) error {
 	// After every API server that uses it.
 	errs = append(errs, etcd.stop())
 	if root != "" {
-		if p.opts.KeepDir || os.Getenv("MKTK_KEEP_DIR") == "1" {
+		if p.opts.KeepDir {
 			_ = os.Remove(filepath.Join(root, ownerPIDFile)) // not stale: kept on purpose
 			fmt.Fprintf(os.Stderr, "local: kept topology directory %s\n", root)
 		} else {
