@@ -49,15 +49,12 @@ import (
 // config. It prints the token only on stdout, to Kueue, as the exec
 // credential protocol wants; the ClusterProfile holds no secret.
 //
-// Why that plugin rather than re-executing the test binary as the plugin
-// (measured on the 2-core CI machine): the upstream plugin is what a real
-// ClusterProfile deployment runs, no library code takes over a process at
-// init, and no token logic is copied. Its cost is one build per machine,
-// cached like kube-apiserver: 4 s from the caller's module after the test
-// build (link only), 43 s in a throwaway module with a warm build cache, 3 min
-// with a cold one; one exec is ≈ 10 ms (a re-executed test binary linking
-// Kueue: ≈ 15-20 ms and 38 MB), and Kueue execs it only when it builds a
-// client. Set PluginCommand (or $MKTK_SECRETREADER_PLUGIN) to skip the build.
+// Why that plugin rather than re-executing the test binary as the plugin:
+// the upstream plugin is what a real ClusterProfile deployment runs, no
+// library code takes over a process at init, and no token logic is copied.
+// Its cost is one build per machine, cached like kube-apiserver (times in
+// docs/performance.md, "ClusterProfile plugin"), and Kueue execs it only
+// when it builds a client. Set PluginCommand (or $MKTK_SECRETREADER_PLUGIN) to skip the build.
 //
 // Feature gates are process-global in Go: a local topology with this
 // connector turns MultiKueueClusterProfile on for every in-process Kueue

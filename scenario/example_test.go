@@ -32,3 +32,15 @@ func ExampleDispatch() {
 	}
 	fmt.Println(len(res.Jobs), "Jobs ran exactly once")
 }
+
+// Every scenario's result says where each job was placed (the manager's
+// status.clusterName, else the worker that ran it); PerWorker counts them.
+func ExampleDispatchResult_PerWorker() {
+	res := scenario.DispatchResult{Placement: map[string]string{
+		"Job default/dispatch-job-0": "worker-1",
+		"Job default/dispatch-job-1": "worker-2",
+		"Job default/dispatch-job-2": "worker-1",
+	}}
+	fmt.Println(res.PerWorker())
+	// Output: map[worker-1:2 worker-2:1]
+}

@@ -87,3 +87,15 @@ func ExampleNew_kueueIntegrationTest() {
 	defer env.Close()
 	assert.For(t, env.Check).SetupActive(ctx)
 }
+
+// Bad input is one error naming the field, before any cluster is
+// contacted: here, a worker given without a way to reach it.
+func ExampleNew_badInput() {
+	_, err := existing.New(context.Background(), topology.Options{}, existing.Options{
+		Mode:    existing.ModeWire,
+		Manager: existing.Cluster{Name: "manager", Config: &rest.Config{Host: "https://manager.example:6443"}},
+		Workers: []existing.Cluster{{Name: "worker-1"}},
+	})
+	fmt.Println(err)
+	// Output: existing: Options.Workers[0].Config: nil for cluster "worker-1"
+}

@@ -188,13 +188,9 @@ func installLogger(l *logr.Logger) {
 // Memory of big topologies: from BigTopologyWorkers workers on, every
 // kube-apiserver runs with GOMEMLIMIT=BigTopologyAPIServerMemoryLimit (a
 // soft limit: the Go runtime collects harder as the heap nears it), and the
-// clusters share one etcd (EtcdAuto). Measured with BenchmarkStartupLevers
-// on 1 + 19: 256MiB gave 0.83x the memory of no limit for 1.04x the time
-// and 1.05x the CPU; with the shared etcd, 224MiB gives 0.90x the memory of
-// 256MiB (5098 MiB) for 1.02x the time and 1.04x the CPU, where 192MiB
-// costs 1.27x the time and 160MiB 2.2x (an API server's live heap after
-// start is not far below). On 1 + 3, 256MiB gave 0.87x memory for 1.07x
-// CPU, so small topologies keep the runtime's default. Options.APIServerEnv
+// clusters share one etcd (EtcdAuto); small topologies keep the runtime's
+// default, where the limit costs more CPU than the memory it saves (the
+// measurements: docs/performance.md, "Start-up levers"). Options.APIServerEnv
 // overrides it (later entries win; GOMEMLIMIT=off lifts it).
 const (
 	BigTopologyWorkers              = 10
