@@ -51,6 +51,10 @@ func TestScenarioOptionsShareOneLoad(t *testing.T) {
 			_, err := scenario.Stress(ctx, env, scenario.StressOptions{Dispatch: scenario.DispatchOptions{Fails: true}})
 			return err
 		}, "StressOptions.Dispatch.Fails: Stress does not use it"},
+		{"Stress StartTimeout", func() error {
+			_, err := scenario.Stress(ctx, env, scenario.StressOptions{Dispatch: scenario.DispatchOptions{StartTimeout: time.Minute}})
+			return err
+		}, "StressOptions.Dispatch.StartTimeout: Stress does not use it (its waits are bounded by the Checker's Timeout)"},
 		{"Stress prefix", func() error {
 			_, err := scenario.Stress(ctx, env, scenario.StressOptions{Dispatch: scenario.DispatchOptions{NamePrefix: "Not_A_Name"}})
 			return err

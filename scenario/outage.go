@@ -40,7 +40,7 @@ type OutageOptions struct {
 	// most of the scenario's Jobs once they are all placed.
 	Worker string
 	// Dispatch is the load submitted before the outage, batch/Jobs only
-	// (Kinds and Fails must be unset). Defaults: Jobs twice the number of
+	// (Kinds, Fails and StartTimeout must be unset). Defaults: Jobs twice the number of
 	// workers; NamePrefix "outage"; CPU "1", Memory "256Mi"; RunFor 10s, so
 	// that the lost worker's Jobs are still running when it goes.
 	Dispatch DispatchOptions
@@ -112,7 +112,7 @@ func WorkerOutage(ctx context.Context, env *Env, o OutageOptions) (OutageResult,
 	var res OutageResult
 	d := o.Dispatch
 	if err := d.use(r.name, "OutageOptions.Dispatch", DispatchOptions{Jobs: 2 * len(env.Topo.Workers), NamePrefix: "outage", Memory: "256Mi", RunFor: 10 * time.Second},
-		map[string]string{"Kinds": "it submits batch/Jobs only", "Fails": "its Jobs must succeed to be judged re-dispatched"}); err != nil {
+		map[string]string{"Kinds": "it submits batch/Jobs only", "Fails": "its Jobs must succeed to be judged re-dispatched", "StartTimeout": "its waits are bounded by the Checker's Timeout"}); err != nil {
 		return res, err
 	}
 	candidates := env.Topo.Workers

@@ -20,8 +20,8 @@ import (
 // WorkerOverProvisionedOptions shape WorkerOverProvisioned.
 type WorkerOverProvisionedOptions struct {
 	// Dispatch is the load: batch/Jobs, as many as the workers' quotas fit,
-	// held running until deleted, so Jobs, Kinds, RunFor and Fails must be
-	// unset. Defaults: NamePrefix "overprovisioned"; CPU "1", Memory "64Mi".
+	// held running until deleted, so Jobs, Kinds, RunFor, Fails and
+	// StartTimeout must be unset. Defaults: NamePrefix "overprovisioned"; CPU "1", Memory "64Mi".
 	Dispatch DispatchOptions
 	// Hold is how long the pods that fit no Node are watched staying
 	// Pending; default 10 s.
@@ -64,7 +64,7 @@ func WorkerOverProvisioned(ctx context.Context, env *Env, o WorkerOverProvisione
 	d := o.Dispatch
 	if err := d.use(r.name, "WorkerOverProvisionedOptions.Dispatch", DispatchOptions{NamePrefix: "overprovisioned", Memory: "64Mi", RunFor: time.Hour},
 		map[string]string{"Jobs": "it submits as many Jobs as the workers' quotas fit", "Kinds": "it submits batch/Jobs only",
-			"RunFor": "its Jobs run until it deletes them", "Fails": "its Jobs must stay running"}); err != nil {
+			"RunFor": "its Jobs run until it deletes them", "Fails": "its Jobs must stay running", "StartTimeout": "its waits are bounded by the Checker's Timeout"}); err != nil {
 		return res, err
 	}
 	if err := d.defaults(r.name, "WorkerOverProvisionedOptions.Dispatch"); err != nil {

@@ -15,7 +15,7 @@ import (
 // RestartOptions shape ManagerRestart.
 type RestartOptions struct {
 	// Dispatch is the load submitted before the restart, batch/Jobs only
-	// (Kinds and Fails must be unset). Defaults: Jobs twice as many as the
+	// (Kinds, Fails and StartTimeout must be unset). Defaults: Jobs twice as many as the
 	// manager or the workers fit at once, so that some wait on the manager;
 	// NamePrefix "restart"; CPU "1", Memory "256Mi"; RunFor 3s.
 	Dispatch DispatchOptions
@@ -70,7 +70,7 @@ func ManagerRestart(ctx context.Context, env *Env, o RestartOptions) (RestartRes
 	var res RestartResult
 	d := o.Dispatch
 	if err := d.use(r.name, "RestartOptions.Dispatch", DispatchOptions{NamePrefix: "restart", CPU: "1", Memory: "256Mi", RunFor: 3 * time.Second},
-		map[string]string{"Kinds": "it submits batch/Jobs only", "Fails": "its Jobs must succeed to be judged resumed"}); err != nil {
+		map[string]string{"Kinds": "it submits batch/Jobs only", "Fails": "its Jobs must succeed to be judged resumed", "StartTimeout": "its waits are bounded by the Checker's Timeout"}); err != nil {
 		return res, err
 	}
 	lc, err := r.lifecycle(env.Topo.Manager)

@@ -18,8 +18,8 @@ type StressOptions struct {
 	// Dispatch is the load, submitted at once: Jobs jobs of each of Kinds
 	// (default batch/Job only), interleaved. Their Workloads must exceed
 	// what the manager's quota admits at once, unless Ample. Defaults: Jobs
-	// 500; NamePrefix "stress"; CPU "1", Memory "100Mi"; RunFor 1s. Fails
-	// must be unset.
+	// 500; NamePrefix "stress"; CPU "1", Memory "100Mi"; RunFor 1s. Fails and
+	// StartTimeout must be unset.
 	Dispatch DispatchOptions
 	// Ample turns the stress into a throughput run in the shape of Kueue's
 	// own MultiKueue performance test (kubernetes-sigs/kueue#13936): the
@@ -109,7 +109,7 @@ func Stress(ctx context.Context, env *Env, o StressOptions) (StressResult, error
 	}
 	d := o.Dispatch
 	if err := d.use(r.name, "StressOptions.Dispatch", DispatchOptions{Jobs: 500, Kinds: []observe.Kind{observe.KindJob}, NamePrefix: "stress", CPU: "1", Memory: "100Mi"},
-		map[string]string{"Fails": "its jobs must finish for the run to end"}); err != nil {
+		map[string]string{"Fails": "its jobs must finish for the run to end", "StartTimeout": "its waits are bounded by the Checker's Timeout"}); err != nil {
 		return res, err
 	}
 	if err := d.defaults(r.name, "StressOptions.Dispatch"); err != nil {
