@@ -8,10 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
-
 	"github.com/multikueue-testkit/testkit/connect"
+	"github.com/multikueue-testkit/testkit/internal/testtopo"
 	"github.com/multikueue-testkit/testkit/topology"
 	"github.com/multikueue-testkit/testkit/topology/capz"
 	"github.com/multikueue-testkit/testkit/topology/capz/capztest"
@@ -27,23 +25,8 @@ func TestRunMultiKueueOnTheSimulator(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: starts three local clusters")
 	}
-	// What local.New does for the in-process Kueue (Provision does not).
-	ctrllog.SetLogger(logr.Discard())
 	ctx := context.Background()
-	spec, err := topology.Options{Workers: 2, Connector: connect.KubeconfigSecret{}}.Resolve()
-	if err != nil {
-		t.Fatal(err)
-	}
-	lp := local.NewProvider(local.Options{})
-	t.Cleanup(func() {
-		if err := lp.Close(context.Background()); err != nil {
-			t.Error(err)
-		}
-	})
-	mgr, workers, err := lp.Provision(ctx, spec)
-	if err != nil {
-		t.Fatal(err)
-	}
+	mgr, workers := testtopo.Bare(ctx, t, topology.Options{Workers: 2, Connector: connect.KubeconfigSecret{}}, local.Options{})
 	if err := capztest.InstallCRDs(ctx, mgr.Config); err != nil {
 		t.Fatal(err)
 	}

@@ -52,3 +52,25 @@ func WaitWorkload(ctx context.Context, t testing.TB, c *topology.Cluster, job cl
 	}
 	return wl
 }
+
+// Bare provisions local clusters for o without MultiKueue (no connector
+// run, no MultiKueue objects): clusters a user already has, with Kueue on
+// them, for the providers that attach. They are closed when t ends.
+func Bare(ctx context.Context, t testing.TB, o topology.Options, lo local.Options) (*topology.Cluster, []*topology.Cluster) {
+	t.Helper()
+	spec, err := o.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := local.NewProvider(lo)
+	t.Cleanup(func() {
+		if err := p.Close(context.WithoutCancel(ctx)); err != nil {
+			t.Error(err)
+		}
+	})
+	mgr, workers, err := p.Provision(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mgr, workers
+}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/multikueue-testkit/testkit/connect"
 	"github.com/multikueue-testkit/testkit/internal/poll"
+	"github.com/multikueue-testkit/testkit/internal/testtopo"
 	"github.com/multikueue-testkit/testkit/observe"
 	"github.com/multikueue-testkit/testkit/scenario"
 	"github.com/multikueue-testkit/testkit/topology"
@@ -77,20 +78,7 @@ func startManagement(t *testing.T) *management {
 	ctx := context.Background()
 	gc := 30 * time.Second
 	kopts := topology.KueueOptions{GCInterval: &gc}
-	spec, err := topology.Options{Workers: 2, Connector: connect.KubeconfigSecret{}, Kueue: kopts}.Resolve()
-	if err != nil {
-		t.Fatal(err)
-	}
-	lp := local.NewProvider(local.Options{})
-	t.Cleanup(func() {
-		if err := lp.Close(context.Background()); err != nil {
-			t.Error(err)
-		}
-	})
-	mgr, workers, err := lp.Provision(ctx, spec)
-	if err != nil {
-		t.Fatal(err)
-	}
+	mgr, workers := testtopo.Bare(ctx, t, topology.Options{Workers: 2, Connector: connect.KubeconfigSecret{}, Kueue: kopts}, local.Options{})
 	// The local manager is also the CAPI management cluster.
 	if err := capztest.InstallCRDs(ctx, mgr.Config); err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/multikueue-testkit/testkit/connect"
 	"github.com/multikueue-testkit/testkit/internal/testlog"
+	"github.com/multikueue-testkit/testkit/internal/testtopo"
 	"github.com/multikueue-testkit/testkit/observe"
 	"github.com/multikueue-testkit/testkit/scenario"
 	"github.com/multikueue-testkit/testkit/topology"
@@ -60,20 +61,7 @@ func TestWireAttachesClustersByKubeconfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec, err := topology.Options{Workers: 2, Connector: conn}.Resolve()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := local.NewProvider(local.Options{})
-	t.Cleanup(func() {
-		if err := p.Close(context.Background()); err != nil {
-			t.Error(err)
-		}
-	})
-	mgr, workers, err := p.Provision(ctx, spec)
-	if err != nil {
-		t.Fatal(err)
-	}
+	mgr, workers := testtopo.Bare(ctx, t, topology.Options{Workers: 2, Connector: conn}, local.Options{})
 	var mkcs kueue.MultiKueueClusterList
 	if err := mgr.Client.List(ctx, &mkcs); err != nil || len(mkcs.Items) != 0 {
 		t.Fatalf("the bare manager has MultiKueueClusters %v (err %v); want none", mkcs.Items, err)
@@ -228,22 +216,9 @@ func nilConfigMap() *corev1.ConfigMap { return &corev1.ConfigMap{} }
 // missing, before anything is created.
 func TestWireChecksTheConnectorsNeeds(t *testing.T) {
 	ctx := context.Background()
-	spec, err := topology.Options{Workers: 1, Connector: connect.KubeconfigSecret{}}.Resolve()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := local.NewProvider(local.Options{})
-	t.Cleanup(func() {
-		if err := p.Close(context.Background()); err != nil {
-			t.Error(err)
-		}
-	})
-	mgr, workers, err := p.Provision(ctx, spec)
-	if err != nil {
-		t.Fatal(err)
-	}
+	mgr, workers := testtopo.Bare(ctx, t, topology.Options{Workers: 1, Connector: connect.KubeconfigSecret{}}, local.Options{})
 	o := existing.Options{Mode: existing.ModeWire, Manager: kubeconfigFile(t, "manager", mgr), Workers: []existing.Cluster{kubeconfigFile(t, workers[0].Name, workers[0])}}
-	_, err = existing.New(ctx, topology.Options{Connector: connect.ClusterProfile{}}, o)
+	_, err := existing.New(ctx, topology.Options{Connector: connect.ClusterProfile{}}, o)
 	if err == nil || !strings.Contains(err.Error(), "connector cluster-profile needs from the manager's Kueue feature gate MultiKueueClusterProfile=true") ||
 		!strings.Contains(err.Error(), `credentialsProviders "secretreader"`) {
 		t.Fatalf("err = %v; want the missing gate and credentials provider named", err)
