@@ -5,9 +5,11 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/client-go/rest"
 
+	"github.com/multikueue-testkit/testkit/assert"
 	"github.com/multikueue-testkit/testkit/connect"
 	"github.com/multikueue-testkit/testkit/topology"
 	"github.com/multikueue-testkit/testkit/topology/capz"
@@ -120,5 +122,26 @@ func TestEntryPointsShareTheConnectorDefault(t *testing.T) {
 				t.Errorf("%v; want an error containing %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestCheckerTakesTheTopologysPace: assert.New waits as long as
+// Topology.Timeouts says, so Options.Timeouts is the one place to raise it.
+func TestCheckerTakesTheTopologysPace(t *testing.T) {
+	spec, err := topology.Options{Workers: 1, Timeouts: topology.Timeouts{Progress: 7 * time.Minute}}.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := assert.New(&topology.Topology{Spec: spec}, nil).Timeout; got != 7*time.Minute {
+		t.Errorf("Checker.Timeout = %s; want the 7m0s of Options.Timeouts.Progress", got)
+	}
+	if got := assert.New(&topology.Topology{}, nil).Timeout; got != assert.DefaultTimeout {
+		t.Errorf("Checker.Timeout = %s; want DefaultTimeout where nothing says otherwise", got)
+	}
+	if got := (&kind.Provider{}).SuggestedTimeouts(); got.Start < time.Minute || got.Progress < time.Minute {
+		t.Errorf("kind suggests %+v; want minutes", got)
+	}
+	if got := (&capz.Provider{}).SuggestedTimeouts(); got != capz.AKSTimeouts() {
+		t.Errorf("capz suggests %+v; want AKSTimeouts %+v", got, capz.AKSTimeouts())
 	}
 }

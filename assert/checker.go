@@ -17,8 +17,9 @@ import (
 )
 
 // DefaultTimeout bounds every wait an assertion makes while nothing else
-// progresses (see Checker.Timeout).
-const DefaultTimeout = 2 * time.Minute
+// progresses (see Checker.Timeout) where the topology says nothing else:
+// New takes the topology's Timeouts().Progress.
+const DefaultTimeout = topology.DefaultProgressTimeout
 
 // MaxWaitFactor sets the default MaxWait: this many times Timeout (20
 // minutes with DefaultTimeout; 50 s for a Checker with a 5 s Timeout).
@@ -30,7 +31,10 @@ const MaxWaitFactor = 10
 type Checker struct {
 	Topo *topology.Topology
 	Obs  *observe.Observer
-	// Timeout bounds each wait; default DefaultTimeout. A wait for one
+	// Timeout bounds each wait; New sets it to the topology's
+	// Timeouts().Progress (2 min on the local topology, minutes more on kind
+	// and AKS; topology.Options.Timeouts raises it), zero means
+	// DefaultTimeout. A wait for one
 	// workload (placement, a copy, a finish, a sync) is liveness: it goes
 	// on past Timeout while other workloads or jobs in the topology keep
 	// changing (the topology is busy: under load a workload waits its
@@ -53,9 +57,14 @@ type Checker struct {
 	Since time.Time
 }
 
-// New returns a Checker with the default timeout.
+// New returns a Checker waiting as long as the topology's pace says
+// (Topology.Timeouts).
 func New(topo *topology.Topology, obs *observe.Observer) *Checker {
-	return &Checker{Topo: topo, Obs: obs, Timeout: DefaultTimeout}
+	c := &Checker{Topo: topo, Obs: obs, Timeout: DefaultTimeout}
+	if topo != nil {
+		c.Timeout = topo.Timeouts().Progress
+	}
+	return c
 }
 
 func (c *Checker) maxWait() time.Duration {

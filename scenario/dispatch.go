@@ -40,7 +40,9 @@ type DispatchOptions struct {
 	Fails bool
 	// StartTimeout bounds the wait, after the jobs were submitted, for one
 	// remote copy of each kind to start; none starting is reported as
-	// nothing running that kind on the workers. Default DefaultStartTimeout.
+	// nothing running that kind on the workers. Default the topology's
+	// Timeouts().Start (30 s on the local topology, minutes on kind and
+	// AKS; topology.Options.Timeouts raises it for every scenario).
 	StartTimeout time.Duration
 }
 
@@ -128,9 +130,6 @@ func (o *DispatchOptions) defaults(name, path string) error {
 	if o.RunFor < 0 {
 		return fmt.Errorf("scenario %s: %s.RunFor: %s is negative", name, path, o.RunFor)
 	}
-	if o.StartTimeout == 0 {
-		o.StartTimeout = DefaultStartTimeout
-	}
 	return nil
 }
 
@@ -190,8 +189,9 @@ func (r *run) dispatch(ctx context.Context, objs []client.Object, o DispatchOpti
 		return res, err
 	}
 	var errs []error
-	for _, k := range r.idleKinds(ctx, objs, o.StartTimeout) {
-		errs = append(errs, r.errorf("no %s started on its worker within %s of being submitted: does anything run %ss on the workers?", k, o.StartTimeout, k))
+	start := cmp.Or(o.StartTimeout, r.env.Topo.Timeouts().Start)
+	for _, k := range r.idleKinds(ctx, objs, start) {
+		errs = append(errs, r.errorf("no %s started on its worker within %s of being submitted (the start timeout: DispatchOptions.StartTimeout, else topology.Options.Timeouts.Start): does anything run %ss on the workers?", k, start, k))
 	}
 	// Finished first: the placement checks then judge a complete history
 	// (with MultiKueueWaitForWorkloadAdmitted off, a workload is placed

@@ -212,11 +212,6 @@ func (r *run) judge(ctx context.Context, objs []client.Object, checks ...check) 
 	return errors.Join(errs...)
 }
 
-// DefaultStartTimeout is how long a scenario waits, after submitting jobs of
-// a kind, for one of them to start on its worker before it concludes that
-// nothing runs that kind there.
-const DefaultStartTimeout = 30 * time.Second
-
 // idleKinds waits (up to timeout) until, for each job kind among objs
 // other than batch/Job, a remote copy of one of its objects started on a
 // worker, and returns the kinds none of whose copies started. batch/Job is

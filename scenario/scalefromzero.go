@@ -24,7 +24,7 @@ type ScaleFromZeroOptions struct {
 	// unset), submitted at once. Defaults: Jobs 2; NamePrefix
 	// "scalefromzero"; CPU "1", Memory "64Mi"; RunFor 1s; StartTimeout, the
 	// wait for a remote Job to start, Nodes' provisioning included,
-	// DefaultStartTimeout.
+	// the topology's Timeouts().Start.
 	Dispatch DispatchOptions
 }
 

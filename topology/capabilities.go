@@ -26,6 +26,13 @@ type ConnectorDefaulter interface {
 	DefaultConnector() (Connector, error)
 }
 
+// TimeoutSuggester is a Provider that knows its substrate's pace
+// (Topology.Timeouts): kind and AKS take minutes where the local topology
+// takes seconds. Without it the local topology's defaults apply.
+type TimeoutSuggester interface {
+	SuggestedTimeouts() Timeouts
+}
+
 // ClusterKeeper is implemented by providers whose clusters outlive the
 // topology (existing clusters, kind clusters kept for reuse). Close then
 // deletes exactly the objects the topology and its connector created on them,

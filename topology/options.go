@@ -47,6 +47,11 @@ type Options struct {
 	// kubeconfig Secret, without the guard unless $MKTK_GUARD.
 	Connector Connector
 
+	// Timeouts raise (or lower) the bounds the assertions and scenarios
+	// wait with on this topology, each field over the provider's
+	// suggestion (Topology.Timeouts); zero fields keep it.
+	Timeouts Timeouts
+
 	// ReadyTimeout bounds the wait for the MultiKueue objects to become
 	// Active. Default 2 minutes.
 	ReadyTimeout time.Duration
@@ -76,8 +81,8 @@ type KueueOptions struct {
 	WorkerLostTimeout *time.Duration
 	// Origin is multiKueue.origin; default "multikueue".
 	Origin string
-	// FeatureGates are set on every in-process Kueue. Gates are global to a
-	// Go process, so all local topologies of one process share them.
+	// FeatureGates are set on every cluster's Kueue (its Configuration's
+	// featureGates), over the ones the connector needs.
 	FeatureGates map[string]bool
 }
 
@@ -300,6 +305,12 @@ func (o Options) Resolve() (Spec, error) {
 	def(&q.LocalQueue, "user-queue")
 	def(&q.MultiKueueConfig, "multikueue")
 	def(&q.AdmissionCheck, "multikueue")
+	if o.Timeouts.Progress < 0 {
+		return Spec{}, fmt.Errorf("topology: Options.Timeouts.Progress: %s is negative", o.Timeouts.Progress)
+	}
+	if o.Timeouts.Start < 0 {
+		return Spec{}, fmt.Errorf("topology: Options.Timeouts.Start: %s is negative", o.Timeouts.Start)
+	}
 	if o.ReadyTimeout == 0 {
 		o.ReadyTimeout = DefaultReadyTimeout
 	}

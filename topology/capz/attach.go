@@ -1,6 +1,7 @@
 package capz
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -45,11 +46,15 @@ type AttachOptions struct {
 // Attach attaches the Clusters o selects: Select, then existing.New. Each
 // cluster's name in the topology is its Cluster's name (in adopt mode a
 // worker may be renamed after its MultiKueueCluster, see existing.ModeAdopt).
+// The zero fields of opts.Timeouts take AKSTimeouts.
 func Attach(ctx context.Context, opts topology.Options, o AttachOptions) (*topology.Topology, error) {
 	eo, err := Select(ctx, o)
 	if err != nil {
 		return nil, err
 	}
+	aks := AKSTimeouts()
+	opts.Timeouts.Progress = cmp.Or(opts.Timeouts.Progress, aks.Progress)
+	opts.Timeouts.Start = cmp.Or(opts.Timeouts.Start, aks.Start)
 	return existing.New(ctx, opts, eo)
 }
 

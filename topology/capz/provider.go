@@ -68,6 +68,19 @@ func (p *Provider) DefaultConnector() (topology.Connector, error) { return conne
 
 var _ topology.ConnectorDefaulter = (*Provider)(nil)
 
+// SuggestedTimeouts implements topology.TimeoutSuggester with AKSTimeouts.
+func (p *Provider) SuggestedTimeouts() topology.Timeouts { return AKSTimeouts() }
+
+var _ topology.TimeoutSuggester = (*Provider)(nil)
+
+// AKSTimeouts is the pace of AKS workload clusters: image pulls from public
+// registries and MachinePools that scale from zero take many minutes. New
+// suggests it; Attach fills the zero fields of topology.Options.Timeouts
+// with it.
+func AKSTimeouts() topology.Timeouts {
+	return topology.Timeouts{Progress: 15 * time.Minute, Start: 15 * time.Minute}
+}
+
 type createdCluster struct {
 	name string
 	uid  types.UID

@@ -49,6 +49,15 @@ func (p *Provider) DefaultConnector() (topology.Connector, error) { return conne
 
 var _ topology.ConnectorDefaulter = (*Provider)(nil)
 
+// SuggestedTimeouts implements topology.TimeoutSuggester: pods run on real
+// kubelets in containers (images loaded offline, but containers to create
+// and probes to pass), so minutes where the local topology takes seconds.
+func (p *Provider) SuggestedTimeouts() topology.Timeouts {
+	return topology.Timeouts{Progress: 5 * time.Minute, Start: 3 * time.Minute}
+}
+
+var _ topology.TimeoutSuggester = (*Provider)(nil)
+
 var (
 	_ topology.Provider      = (*Provider)(nil)
 	_ topology.ClusterKeeper = (*Provider)(nil)
