@@ -16,13 +16,23 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	"sigs.k8s.io/yaml"
 
+	"github.com/multikueue-testkit/testkit/internal/clusterlogs"
 	"github.com/multikueue-testkit/testkit/internal/redact"
 	"github.com/multikueue-testkit/testkit/observe"
+	"github.com/multikueue-testkit/testkit/topology"
 )
 
 // EnvArtifacts names the directory where failed assertions write their
-// report and a dump of the objects involved, one file per cluster.
+// report and a dump of the objects involved, one file per cluster, when
+// Checker.Artifacts is not set (ArtifactsFromEnv).
 const EnvArtifacts = "ARTIFACTS"
+
+// ArtifactsFromEnv reads EnvArtifacts with getenv; New sets
+// Checker.Artifacts to it.
+func ArtifactsFromEnv(getenv func(string) string) string { return getenv(EnvArtifacts) }
+
+// LogLines is how many last lines of each controller log a failure keeps.
+const LogLines = 300
 
 // objRef is an object on a cluster whose current state a failure dumps.
 type objRef struct {
@@ -71,10 +81,11 @@ func (c *Checker) setupRefs() []objRef {
 	return out
 }
 
-// fail returns f, after writing it and a dump of refs under $ARTIFACTS when
-// that is set. Everything written is redacted.
+// fail returns f, after writing it, a dump of refs, the Events of the
+// objects among them and every cluster's controller logs under
+// c.Artifacts when that is set. Everything written is redacted.
 func (c *Checker) fail(ctx context.Context, f *Failure, refs ...objRef) error {
-	dir := os.Getenv(EnvArtifacts)
+	dir := c.Artifacts
 	if dir == "" {
 		return f
 	}
@@ -126,6 +137,11 @@ func (c *Checker) writeArtifacts(ctx context.Context, root string, f *Failure, r
 		}
 		fmt.Fprintf(sb, "---\n%s", raw)
 	}
+	for _, cl := range c.Topo.Clusters() {
+		if err := c.writeClusterLogs(ctx, dir, cl, refs); err != nil {
+			return "", err
+		}
+	}
 	for cluster, sb := range perCluster {
 		body := redact.String(sb.String())
 		if body == "" {
@@ -136,4 +152,48 @@ func (c *Checker) writeArtifacts(ctx context.Context, root string, f *Failure, r
 		}
 	}
 	return dir, nil
+}
+
+// writeClusterLogs writes, under dir/<cluster>/, the last LogLines lines of
+// each controller log of cl (clusterlogs: the provider's files, else pods/log
+// in Kueue's namespace) and events.txt, the Events of the objects of refs on
+// cl. What could not be read is said in a file, not dropped.
+func (c *Checker) writeClusterLogs(ctx context.Context, dir string, cl *topology.Cluster, refs []objRef) error {
+	out := filepath.Join(dir, cl.Name)
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	logs, err := clusterlogs.Collect(ctx, c.Topo, cl, c.Topo.Spec.Kueue.Namespace, LogLines)
+	for _, l := range logs {
+		if werr := os.WriteFile(filepath.Join(out, l.Name), []byte(redact.String(l.Text)), 0o644); werr != nil {
+			return werr
+		}
+	}
+	if err != nil {
+		if werr := os.WriteFile(filepath.Join(out, "logs-unread.txt"), []byte(redact.String(err.Error()+"\n")), 0o644); werr != nil {
+			return werr
+		}
+	}
+	var sb strings.Builder
+	for _, r := range refs {
+		if r.cluster != cl.Name || r.obj.GetName() == "" {
+			continue
+		}
+		var evs corev1.EventList
+		if err := cl.Client.List(ctx, &evs, client.InNamespace(r.obj.GetNamespace()), client.MatchingFields{"involvedObject.name": r.obj.GetName()}); err != nil {
+			fmt.Fprintf(&sb, "# Events of %s/%s: %v\n", r.obj.GetNamespace(), r.obj.GetName(), err)
+			continue
+		}
+		for _, e := range evs.Items {
+			at := e.LastTimestamp.Time
+			if at.IsZero() {
+				at = e.EventTime.Time
+			}
+			fmt.Fprintf(&sb, "%s %s %s %s/%s: %s (x%d)\n", at.Format(time.RFC3339), e.Type, e.Reason, e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Message, max(e.Count, 1))
+		}
+	}
+	if sb.Len() == 0 {
+		sb.WriteString("# no Events for the objects involved\n")
+	}
+	return os.WriteFile(filepath.Join(out, "events.txt"), []byte(redact.String(sb.String())), 0o644)
 }

@@ -3,6 +3,7 @@ package assert
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"time"
 
@@ -49,6 +50,11 @@ type Checker struct {
 	// state came more than this after the remote one's; zero judges only
 	// that it came, within Timeout (liveness).
 	SyncSLO time.Duration
+	// Artifacts is the directory a failed assertion writes its report, the
+	// objects involved, their Events and every cluster's controller logs
+	// to (redacted); New sets it from $ARTIFACTS (ArtifactsFromEnv); empty
+	// writes nothing.
+	Artifacts string
 	// Since, when set, limits the topology-wide history assertions
 	// (QuotaRespected) to violations from that moment on: tests that share
 	// one topology are each judged on their own time. Earlier events still
@@ -60,7 +66,7 @@ type Checker struct {
 // New returns a Checker waiting as long as the topology's pace says
 // (Topology.Timeouts).
 func New(topo *topology.Topology, obs *observe.Observer) *Checker {
-	c := &Checker{Topo: topo, Obs: obs, Timeout: DefaultTimeout}
+	c := &Checker{Topo: topo, Obs: obs, Timeout: DefaultTimeout, Artifacts: ArtifactsFromEnv(os.Getenv)}
 	if topo != nil {
 		c.Timeout = topo.Timeouts().Progress
 	}

@@ -20,8 +20,8 @@ type Failure struct {
 	Problems []string
 	// Timeline is observe.Timeline of the relevant events, if any.
 	Timeline string
-	// Artifacts is the directory the report and object dumps were written
-	// to, when $ARTIFACTS is set.
+	// Artifacts is the directory the report, object dumps and logs were
+	// written to, when Checker.Artifacts is set.
 	Artifacts string
 }
 

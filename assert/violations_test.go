@@ -887,15 +887,16 @@ func TestSetupActiveReportsABrokenConnection(t *testing.T) {
 	}
 	mustFail(t, c.ClusterActive(ctx, name), "ClusterActive failed", "MultiKueueCluster "+name, `cluster "manager"`, "Inactive", reason)
 	artifacts := t.TempDir()
-	t.Setenv(assert.EnvArtifacts, artifacts)
+	c.Artifacts = artifacts
 	err := c.SetupActive(ctx)
 	mustFail(t, err, "SetupActive failed", `cluster "manager" MultiKueueCluster `+name, "Active=False", "reason="+reason, "artifacts: "+artifacts)
 	checkArtifacts(t, artifacts, credKind)
 }
 
-// checkArtifacts checks that a failure wrote its report and one dump per
-// cluster, and that no credential reached them: the manager's dump holds the
-// credentials objects the MultiKueueClusters name (kind credKind), redacted.
+// checkArtifacts checks that a failure wrote its report, one dump per
+// cluster and each cluster's Kueue log and Events file, and that no
+// credential reached them: the manager's dump holds the credentials objects
+// the MultiKueueClusters name (kind credKind), redacted.
 func checkArtifacts(t *testing.T, root, credKind string) {
 	t.Helper()
 	files := map[string]string{}
@@ -904,7 +905,9 @@ func checkArtifacts(t *testing.T, root, credKind string) {
 			return err
 		}
 		b, err := os.ReadFile(p)
+		rel, _ := filepath.Rel(root, p)
 		files[filepath.Base(p)] = string(b)
+		files[filepath.Join(filepath.Base(filepath.Dir(rel)), filepath.Base(p))] = string(b)
 		return err
 	})
 	if err != nil {
@@ -912,7 +915,13 @@ func checkArtifacts(t *testing.T, root, credKind string) {
 	}
 	for _, c := range env.Topo.Clusters() {
 		if _, ok := files[c.Name+".yaml"]; !ok {
-			t.Errorf("no dump for cluster %q in %v", c.Name, files)
+			t.Errorf("no dump for cluster %q", c.Name)
+		}
+		if log := files[filepath.Join(c.Name, "kueue.log")]; !strings.Contains(log, "multikueue") && !strings.Contains(log, "Starting") {
+			t.Errorf("cluster %q: no Kueue controller log in the artifacts (kueue.log: %.200q)", c.Name, log)
+		}
+		if _, ok := files[filepath.Join(c.Name, "events.txt")]; !ok {
+			t.Errorf("cluster %q: no events.txt in the artifacts", c.Name)
 		}
 	}
 	if !strings.Contains(files["report.txt"], "SetupActive failed") {

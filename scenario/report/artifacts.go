@@ -3,11 +3,10 @@ package report
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
-	"strings"
 
+	"github.com/multikueue-testkit/testkit/internal/clusterlogs"
 	"github.com/multikueue-testkit/testkit/internal/redact"
 	"github.com/multikueue-testkit/testkit/topology"
 )
@@ -37,7 +36,7 @@ func CopyLogs(topo *topology.Topology, dst string, lines int) ([]string, error) 
 	for _, c := range topo.Clusters() {
 		for _, name := range LogFileNames() {
 			src := filepath.Join(cd.Dir(), c.Name, name)
-			tail, err := tailLines(src, lines)
+			tail, err := clusterlogs.Tail(src, lines)
 			if errors.Is(err, os.ErrNotExist) {
 				continue
 			}
@@ -58,31 +57,3 @@ func CopyLogs(topo *topology.Topology, dst string, lines int) ([]string, error) 
 	return written, errors.Join(errs...)
 }
 
-// tailLines returns the last n lines of the file at path, reading at most
-// its last 4 MiB.
-func tailLines(path string, n int) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return "", err
-	}
-	const window = 4 << 20
-	off := max(0, st.Size()-window)
-	b := make([]byte, st.Size()-off)
-	if _, err := f.ReadAt(b, off); err != nil && !errors.Is(err, io.EOF) {
-		return "", err
-	}
-	s := strings.TrimRight(string(b), "\n")
-	ls := strings.Split(s, "\n")
-	if off > 0 && len(ls) > 0 {
-		ls = ls[1:] // a partial first line
-	}
-	if len(ls) > n {
-		ls = ls[len(ls)-n:]
-	}
-	return strings.Join(ls, "\n") + "\n", nil
-}
