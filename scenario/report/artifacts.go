@@ -56,4 +56,3 @@ func CopyLogs(topo *topology.Topology, dst string, lines int) ([]string, error) 
 	}
 	return written, errors.Join(errs...)
 }
-
