@@ -50,6 +50,10 @@ type Input struct {
 	// Progress receives the provisioning and setup lines (GinkgoWriter,
 	// os.Stderr); nil discards.
 	Progress io.Writer
+	// ArtifactFolder is where failures and the Clusters are written, as
+	// CAPZ's e2e specs pass their artifactFolder flag; default $ARTIFACTS
+	// (assert.ArtifactsFromEnv); empty writes nothing.
+	ArtifactFolder string
 }
 
 // RunMultiKueue is what a CAPZ spec calls with its bootstrap proxy:
@@ -61,13 +65,17 @@ type Input struct {
 //     nominations are cleared, the losers' copies cleaned, the status
 //     synced, the Workload finished; a burst of Jobs likewise; no
 //     ClusterQueue over quota at any time; nothing left on the workers;
-//  3. artifacts: failed assertions write a report and redacted dumps under
-//     $ARTIFACTS/multikueue-testkit/ (the assertions do it), and the CAPI
-//     Clusters with their MachinePools go to
-//     $ARTIFACTS/multikueue-testkit/capz/ (capz.WriteClusters);
+//  3. artifacts: failed assertions write a report, redacted dumps, Events
+//     and the controller logs under <ArtifactFolder>/multikueue-testkit/
+//     (the assertions do it), and the CAPI Clusters with their MachinePools
+//     go to <ArtifactFolder>/multikueue-testkit/capz/ (capz.WriteClusters);
 //  4. Close: provisioned Clusters are deleted and waited for (unless
 //     KeepClusters); attached ones keep everything but what was wired.
 func RunMultiKueue(ctx context.Context, t TB, bootstrap ClusterProxy, in Input) {
+	artifacts := in.ArtifactFolder
+	if artifacts == "" {
+		artifacts = assert.ArtifactsFromEnv(os.Getenv)
+	}
 	t.Helper()
 	mgmt := existing.Proxy(bootstrap)
 	mgmt.Client = bootstrap.GetClient() // CAPI's scheme is enough: Secrets and unstructured Clusters
@@ -104,7 +112,7 @@ func RunMultiKueue(ctx context.Context, t TB, bootstrap ClusterProxy, in Input) 
 		}
 	}
 	if err != nil {
-		writeClusters(t, mgmt, namespace, names) // their conditions say why
+		writeClusters(t, artifacts, mgmt, namespace, names) // their conditions say why
 		t.Fatalf("MultiKueue on CAPZ: %v", err)
 	}
 	defer func() {
@@ -113,13 +121,14 @@ func RunMultiKueue(ctx context.Context, t TB, bootstrap ClusterProxy, in Input) 
 		}
 	}()
 	// Runs before Close: the Clusters as they were at the end.
-	defer writeClusters(t, mgmt, namespace, names)
+	defer writeClusters(t, artifacts, mgmt, namespace, names)
 
 	env, err := scenario.Observe(ctx, topo)
 	if err != nil {
 		t.Fatalf("observe: %v", err)
 	}
 	defer env.Close()
+	env.Check.Artifacts = artifacts
 	a := assert.For(t, env.Check)
 	assert.Require(t, env.Check).SetupActive(ctx)
 
@@ -150,9 +159,8 @@ func RunMultiKueue(ctx context.Context, t TB, bootstrap ClusterProxy, in Input) 
 	a.NoOrphans(ctx)
 }
 
-// writeClusters saves the CAPI Clusters and MachinePools under $ARTIFACTS.
-func writeClusters(t TB, mgmt existing.Cluster, namespace string, names []string) {
-	dir := os.Getenv(assert.EnvArtifacts)
+// writeClusters saves the CAPI Clusters and MachinePools under dir.
+func writeClusters(t TB, dir string, mgmt existing.Cluster, namespace string, names []string) {
 	if dir == "" || len(names) == 0 {
 		return
 	}
