@@ -72,7 +72,7 @@ func (c *Checker) NoOrphans(ctx context.Context) error {
 		Assertion: "NoOrphans",
 		Object:    "remote copies on every worker",
 		Expected: fmt.Sprintf("no remote Workload or Job without a live manager counterpart after %s (%s; remote copies are those whose %s label is MultiKueue's %s)", grace,
-			c.Topo.Facts.Say(topology.FactGCInterval, c.Topo.Spec.GCInterval), observe.LabelOrigin, c.Topo.Facts.Say(topology.FactOrigin, c.Topo.Spec.Kueue.Origin)),
+			c.Topo.Facts.Say(topology.FactGCInterval, c.Topo.Spec.GCInterval()), observe.LabelOrigin, c.Topo.Facts.Say(topology.FactOrigin, c.Topo.Spec.Kueue.Origin)),
 		Problems: orphans,
 	})
 }
