@@ -22,6 +22,19 @@ type KueueNeeds struct {
 	CredentialsProviders []configapi.ClusterProfileCredentialsProvider
 }
 
+// For returns the needs a cluster of role must be given: all of them on
+// the manager, none on a worker. The needs are the manager's Kueue's (it
+// reads ClusterProfiles and runs the credentials plugins); a worker given
+// the ClusterProfile gate without the CRD would exit after its cache-sync
+// timeout, so providers that install per cluster (topology/install, kind,
+// capz) give workers neither.
+func (n KueueNeeds) For(role Role) KueueNeeds {
+	if role != RoleManager {
+		return KueueNeeds{}
+	}
+	return n
+}
+
 // merge adds o's needs to n.
 func (n KueueNeeds) merge(o KueueNeeds) KueueNeeds {
 	n.ClusterProfileCRD = n.ClusterProfileCRD || o.ClusterProfileCRD

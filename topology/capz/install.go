@@ -49,15 +49,13 @@ type InstallPlan struct {
 type Installer func(ctx context.Context, c *topology.Cluster, plan InstallPlan) error
 
 // Plan is the installation of one cluster of a topology with spec whose
-// connector needs needs: the manager gets the ClusterProfile CRD when the
-// connector asks for it, workers do not; every cluster runs
-// spec.KueueConfiguration(needs).
+// connector needs needs: the manager gets them (the ClusterProfile CRD,
+// gate and credentials providers when the connector asks for them),
+// workers do not (KueueNeeds.For); each cluster runs
+// spec.KueueConfiguration of its needs.
 func (k KueueInstall) Plan(spec topology.Spec, needs topology.KueueNeeds, role topology.Role, progress io.Writer) InstallPlan {
 	ko := k.Kueue
-	ko.Spec, ko.Needs = spec, needs
-	if role != topology.RoleManager {
-		ko.Needs.ClusterProfileCRD = false
-	}
+	ko.Spec, ko.Needs = spec, needs.For(role)
 	if ko.Progress == nil {
 		ko.Progress = progress
 	}

@@ -395,10 +395,7 @@ func (p *Provider) installAll(ctx context.Context, spec topology.Spec, needs top
 					return nil
 				}
 			}
-			n := needs
-			if m.role == topology.RoleWorker {
-				n.ClusterProfileCRD = false // the manager's Kueue reads ClusterProfiles, workers do not
-			}
+			n := needs.For(m.role) // the manager's Kueue reads ClusterProfiles, workers do not
 			if _, err := install.Kueue(ctx, c, install.KueueOptions{Spec: spec, Needs: n, Image: o.KueueImage, Timeout: o.InstallTimeout, Progress: progress}); err != nil {
 				errs[i] = err
 				return nil
