@@ -13,17 +13,19 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
-	controllerconstants "sigs.k8s.io/kueue/pkg/controller/constants"
 )
 
-// Labels Kueue puts on objects, as Kueue's own constants: MultiKueue labels
-// every remote copy (Workload and job object) with LabelOrigin, and a remote
-// job object also with LabelPrebuiltWorkload; LabelJobUID ties a Workload to
-// its job.
+// Labels Kueue puts on objects: MultiKueue labels every remote copy
+// (Workload and job object) with LabelOrigin, and a remote job object also
+// with LabelPrebuiltWorkload; LabelJobUID ties a Workload to its job.
+// LabelOrigin is Kueue's API constant; the other two are spelled out here
+// because Kueue declares them in pkg/controller/constants, outside its API,
+// and the library imports only Kueue's apis/ (the Kueue under test runs as
+// its binary). TestLabelsAreKueues checks them against Kueue's constants.
 const (
 	LabelOrigin           = kueue.MultiKueueOriginLabel
-	LabelPrebuiltWorkload = controllerconstants.PrebuiltWorkloadLabel
-	LabelJobUID           = controllerconstants.JobUIDLabel
+	LabelPrebuiltWorkload = "kueue.x-k8s.io/prebuilt-workload-name"
+	LabelJobUID           = "kueue.x-k8s.io/job-uid"
 )
 
 // FromMultiKueue reports whether labels mark an object as one MultiKueue

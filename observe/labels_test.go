@@ -1,0 +1,20 @@
+package observe
+
+import (
+	"testing"
+
+	controllerconstants "sigs.k8s.io/kueue/pkg/controller/constants"
+)
+
+// TestLabelsAreKueues: the label keys spelled out in snapshot.go are the
+// ones the Kueue module declares.
+func TestLabelsAreKueues(t *testing.T) {
+	for _, tc := range []struct{ ours, kueues string }{
+		{LabelPrebuiltWorkload, controllerconstants.PrebuiltWorkloadLabel},
+		{LabelJobUID, controllerconstants.JobUIDLabel},
+	} {
+		if tc.ours != tc.kueues {
+			t.Errorf("label %q; Kueue declares %q", tc.ours, tc.kueues)
+		}
+	}
+}
