@@ -9,14 +9,19 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
-	"sigs.k8s.io/kueue/pkg/controller/constants"
 
 	"github.com/multikueue-testkit/testkit/topology"
 )
 
-// QueueLabel is the label that sends a job to a LocalQueue (Kueue's
-// constants.QueueLabel).
-const QueueLabel = constants.QueueLabel
+// Labels Kueue reads on job objects, spelled out because Kueue declares
+// them in pkg/controller/constants, outside its API (the library imports
+// only Kueue's apis/; TestLabelsAreKueues checks them against Kueue's
+// constants): QueueLabel sends a job to a LocalQueue, PriorityClassLabel
+// names its WorkloadPriorityClass.
+const (
+	QueueLabel         = "kueue.x-k8s.io/queue-name"
+	PriorityClassLabel = "kueue.x-k8s.io/priority-class"
+)
 
 // JobBuilder builds a batch/v1 Job. The Job is created suspended, as Kueue
 // expects; the webhook sets spec.managedBy on the manager.
@@ -82,7 +87,7 @@ func (b *JobBuilder) PriorityClass(name string) *JobBuilder {
 
 // WorkloadPriorityClass sets Kueue's workload priority class label.
 func (b *JobBuilder) WorkloadPriorityClass(name string) *JobBuilder {
-	b.job.Labels[constants.WorkloadPriorityClassLabel] = name
+	b.job.Labels[PriorityClassLabel] = name
 	return b
 }
 

@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/kueue/pkg/controller/constants"
 
 	"github.com/multikueue-testkit/testkit/topology"
 )
@@ -155,7 +154,7 @@ func (b *RayJobBuilder) WorkerReplicas(n int32) *RayJobBuilder { b.cluster.worke
 
 // WorkloadPriorityClass sets Kueue's workload priority class label.
 func (b *RayJobBuilder) WorkloadPriorityClass(name string) *RayJobBuilder {
-	b.rj.Labels[constants.WorkloadPriorityClassLabel] = name
+	b.rj.Labels[PriorityClassLabel] = name
 	return b
 }
 
@@ -249,7 +248,7 @@ func (b *RayClusterBuilder) WorkerReplicas(n int32) *RayClusterBuilder {
 
 // WorkloadPriorityClass sets Kueue's workload priority class label.
 func (b *RayClusterBuilder) WorkloadPriorityClass(name string) *RayClusterBuilder {
-	b.rc.Labels[constants.WorkloadPriorityClassLabel] = name
+	b.rc.Labels[PriorityClassLabel] = name
 	return b
 }
 
