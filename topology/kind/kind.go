@@ -37,7 +37,7 @@
 //  4. Kueue with topology/install on every cluster, the configuration the
 //     local topology runs (topology.Spec.KueueConfiguration plus the
 //     connector's needs); then a dry-run write waits for Kueue's webhooks.
-//  5. MultiKueue objects with the connector (default connect.FromEnv, as on
+//  5. MultiKueue objects with the connector (default connect.Default, as on
 //     the local topology: no guard unless $MKTK_GUARD=1), facts from the
 //     manager.
 //

@@ -212,11 +212,10 @@ func apiServerEnv(workers int, own []string) []string {
 const startTimeout = 2 * time.Minute
 
 // New starts a local topology: it provisions the clusters, connects the
-// workers (by default with connect.KubeconfigSecret, no guard;
-// $MKTK_CONNECTOR=clusterprofile picks connect.ClusterProfile instead and
-// $MKTK_GUARD=1 adds the guard, see connect.FromEnv),
-// creates the MultiKueue objects and waits until they are Active. Close the
-// topology when done; topo.CloseWith(t) does it from t.Cleanup.
+// workers (with opts.Connector, else connect.Default as on every provider),
+// creates the MultiKueue objects and waits until they are Active. It is
+// topology.New(ctx, NewProvider(lopts), opts). Close the topology when
+// done; topo.CloseWith(t) does it from t.Cleanup.
 func New(ctx context.Context, opts topology.Options, lopts Options) (*topology.Topology, error) {
 	return topology.New(ctx, NewProvider(lopts), opts)
 }
