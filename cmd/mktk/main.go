@@ -6,11 +6,13 @@
 //	mktk up --workers 3            start 1 manager + 3 workers and keep them up until Ctrl-C
 //	mktk scale --workers 2,5,10,19 --jobs 200 --out DIR
 //	                               scale runs: per N, a smoke gate then the load; JSONL, plots, report.html
+//	mktk matrix --kueue v0.18.4,v0.19.2 --workers 2 --out DIR
+//	                               every scenario and finding probe per Kueue version: matrix.json, .md, .html
 //
 // assets builds kube-apiserver, etcd, kube-controller-manager, kube-scheduler,
 // the KWOK controller and Kueue from the Go module proxy (or finds them in
 // $KUBEBUILDER_ASSETS or the cache) and prints the directory of the first
-// two, ready to export as KUBEBUILDER_ASSETS. See `mktk up -h` and `mktk scale -h` for the others.
+// two, ready to export as KUBEBUILDER_ASSETS. See `mktk up -h`, `mktk scale -h` and `mktk matrix -h` for the others.
 package main
 
 import (
@@ -39,6 +41,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return up(args[1:], stdout, stderr)
 		case "scale":
 			return scale(args[1:], stdout, stderr)
+		case "matrix":
+			return matrixCmd(args[1:], stdout, stderr)
 		}
 	}
 	return assetsCmd(args, stdout, stderr)
@@ -55,7 +59,7 @@ func assetsCmd(args []string, stdout, stderr io.Writer) int {
 	kueueSrc := fs.String("kueue-source", "", "a Kueue checkout to build instead (default: $"+assets.EnvKueueSource+")")
 	envtest := fs.Bool("envtest", false, "build or locate only kube-apiserver and etcd, what envtest's "+assets.EnvAssets+" needs (no kube-controller-manager, kube-scheduler, KWOK or Kueue)")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: mktk [flags] assets | mktk up [flags] | mktk scale [flags]\n\nflags of assets:\n")
+		fmt.Fprintf(fs.Output(), "usage: mktk [flags] assets | mktk up [flags] | mktk scale [flags] | mktk matrix [flags]\n\nflags of assets:\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
