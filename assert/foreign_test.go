@@ -12,7 +12,6 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/multikueue-testkit/testkit/assert"
 	"github.com/multikueue-testkit/testkit/connect"
+	"github.com/multikueue-testkit/testkit/internal/kobj"
 	"github.com/multikueue-testkit/testkit/internal/kueuefix"
 	"github.com/multikueue-testkit/testkit/internal/poll"
 	"github.com/multikueue-testkit/testkit/internal/testtopo"
@@ -72,25 +72,7 @@ func ownJob(t *testing.T, ctx context.Context, w *topology.Cluster, name string,
 // until it is gone.
 func removeFrom(t *testing.T, ctx context.Context, cl *topology.Cluster, obj client.Object) {
 	t.Helper()
-	err := poll.Until(ctx, time.Minute, fmt.Sprintf("cluster %q: %T %s to be deleted", cl.Name, obj, client.ObjectKeyFromObject(obj)), func(ctx context.Context) error {
-		cur := obj.DeepCopyObject().(client.Object)
-		if err := cl.Client.Get(ctx, client.ObjectKeyFromObject(obj), cur); apierrors.IsNotFound(err) {
-			return nil
-		} else if err != nil {
-			return err
-		}
-		if len(cur.GetFinalizers()) > 0 {
-			cur.SetFinalizers(nil)
-			if err := cl.Client.Update(ctx, cur); err != nil {
-				return err
-			}
-		}
-		if err := cl.Client.Delete(ctx, cur, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !apierrors.IsNotFound(err) {
-			return err
-		}
-		return errors.New("still there")
-	})
-	if err != nil {
+	if err := kobj.Remove(ctx, cl, obj); err != nil {
 		t.Error(err)
 	}
 }
@@ -118,8 +100,8 @@ func sameJob(ctx context.Context, w *topology.Cluster, own *batchv1.Job) error {
 // used to take the worker's Job for a remote copy ("remote Job default/h3
 // created at +0s while no worker was selected"), pass: it is not
 // MultiKueue's. The verdict follows the version the topology runs: before
-// v0.19.0 ForeignUntouched must name the deletion; from v0.19.0, which has
-// the fix (#11877, CHANGELOG-0.19), it must pass with the Job intact.
+// v0.18.2 ForeignUntouched must name the deletion; from v0.18.2, which has
+// the fix (#11877 in v0.19.0, #12380 in v0.18.2), it must pass with the Job intact.
 func TestForeignUntouchedCatchesKueueDeletingAWorkersOwnJob(t *testing.T) {
 	ctx := context.Background()
 	w := env.Topo.Workers[0]
@@ -140,7 +122,7 @@ func TestForeignUntouchedCatchesKueueDeletingAWorkersOwnJob(t *testing.T) {
 	// MultiKueue deletes by name before it dispatches and again once the
 	// workload finished: by now the defect had every chance to show.
 	err := c.ForeignUntouched(ctx)
-	if kueueFixed(t, "v0.19.0", "kubernetes-sigs/kueue#11849 (MultiKueue deletes a worker's own Job of the manager Job's name), fixed by #11877") {
+	if kueueFixed(t, fixedForeignJobs, "kubernetes-sigs/kueue#11849 (MultiKueue deletes a worker's own Job of the manager Job's name), fixed by #11877 and its cherry-pick #12380") {
 		if err != nil {
 			t.Fatalf("Kueue %s has the fix, yet: %v", env.Topo.Facts.Version, err)
 		}
@@ -193,11 +175,11 @@ func TestForeignJobOnALosingWorkerIsNotACopy(t *testing.T) {
 
 // TestExactlyOnceAdmittedSaysTheWinnersJobIsNotMultiKueues puts a worker's
 // own Job default/h5 on the only worker that can win, guarded. Before
-// v0.19.0 MultiKueue cannot delete it; it then finds the name taken and
+// v0.18.2 MultiKueue cannot delete it; it then finds the name taken and
 // never creates its copy (kubernetes-sigs/kueue#12404): the manager's Job is
 // tied to someone else's Job. Once the manager Job is deleted, MultiKueue
 // tries to delete the worker's Job by name; the guard denies it, and
-// ForeignUntouched names the attempt and the guard. From v0.19.0 the
+// ForeignUntouched names the attempt and the guard. From v0.18.2 (the fix; seen on v0.19.2) the
 // workload is never placed while the Job is there, and the failure says the
 // worker holds its own Job.
 func TestExactlyOnceAdmittedSaysTheWinnersJobIsNotMultiKueues(t *testing.T) {
@@ -215,7 +197,7 @@ func TestExactlyOnceAdmittedSaysTheWinnersJobIsNotMultiKueues(t *testing.T) {
 	own := ownJob(t, ctx, winner, "h5")
 	job := workload.NewJob("h5", "default").Queue("user-queue").Requests("1", "1Gi").RunFor(500 * time.Millisecond).Obj()
 	submit(t, ctx, job)
-	if kueueFixed(t, "v0.19.0", "MultiKueue deleting or replacing a worker's own Job of the manager Job's name (#11877: only MultiKueue's remote Jobs are deleted)") {
+	if kueueFixed(t, fixedForeignJobs, "MultiKueue deleting or replacing a worker's own Job of the manager Job's name (#11877: only MultiKueue's remote Jobs are deleted)") {
 		// Kueue v0.19.2 leaves the worker's Job alone and never places the
 		// workload while it is there (seen: no clusterName within a
 		// minute): ExactlyOnceAdmitted must fail for it, and nothing may
@@ -260,7 +242,7 @@ func TestExactlyOnceAdmittedSaysTheWinnersJobIsNotMultiKueues(t *testing.T) {
 // losing worker's objects, so the workload is admitted on the other worker
 // but never placed while the Job is there; the time-out names the worker's
 // own Job and the denied DELETE, and ForeignUntouched names the attempt.
-// That is Kueue before v0.19.0; from v0.19.0 (the fix, #11877) there is no
+// That is Kueue before v0.18.2; from v0.18.2 (the fix, #11877, cherry-picked as #12380) there is no
 // deletion to deny and the workload is placed.
 func TestGuardKeepsAWorkersOwnJob(t *testing.T) {
 	ctx := context.Background()
@@ -276,7 +258,7 @@ func TestGuardKeepsAWorkersOwnJob(t *testing.T) {
 	job := workload.NewJob("h6", "default").Queue("user-queue").Requests("1", "1Gi").RunFor(500 * time.Millisecond).Obj()
 	submit(t, ctx, job)
 	wlName = testtopo.WaitWorkload(ctx, t, env.Topo.Manager, job).Name
-	if kueueFixed(t, "v0.19.0", "kubernetes-sigs/kueue#11849 (MultiKueue deletes a worker's own Job of the manager Job's name), fixed by #11877") {
+	if kueueFixed(t, fixedForeignJobs, "kubernetes-sigs/kueue#11849 (MultiKueue deletes a worker's own Job of the manager Job's name), fixed by #11877 and its cherry-pick #12380") {
 		// No deletion to deny: the workload is placed on the other worker
 		// and the loser's Job stays as it was.
 		c.Timeout = 2 * time.Minute
@@ -317,6 +299,12 @@ func removeRemoteWorkloads(t *testing.T, ctx context.Context, name string) {
 }
 
 // kueueFixed is kueuefix.In for the shared topology.
+// fixedForeignJobs is the first release where MultiKueue deletes only the
+// remote Jobs it owns: #11877 is in v0.19.0, its cherry-pick #12380 in
+// v0.18.2 (CHANGELOG-0.18; `mktk matrix` measured v0.18.4 fixed, where the
+// library first expected v0.19.0).
+const fixedForeignJobs = "v0.18.2"
+
 func kueueFixed(t *testing.T, fixedIn, what string) bool {
 	t.Helper()
 	return kueuefix.In(t, env.Topo.Facts, fixedIn, what)

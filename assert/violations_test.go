@@ -24,6 +24,7 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/multikueue-testkit/testkit/assert"
+	"github.com/multikueue-testkit/testkit/internal/kobj"
 	"github.com/multikueue-testkit/testkit/internal/poll"
 	"github.com/multikueue-testkit/testkit/internal/testtopo"
 	"github.com/multikueue-testkit/testkit/observe"
@@ -178,35 +179,14 @@ func denyUpdates(t *testing.T, ctx context.Context, cl *topology.Cluster, name s
 // denyWrites is denyUpdates for the operations ops.
 func denyWrites(t *testing.T, ctx context.Context, cl *topology.Cluster, name string, ops []admissionregistrationv1.OperationType, rule admissionregistrationv1.Rule, match, validation, message string) (lift func()) {
 	t.Helper()
-	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
-			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
-				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-					Operations: ops,
-					Rule:       rule,
-				},
-			}}},
-			MatchConditions: []admissionregistrationv1.MatchCondition{{Name: "match", Expression: match}},
-			Validations:     []admissionregistrationv1.Validation{{Expression: validation, Message: message}},
-		},
-	}
-	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
-			PolicyName:        policy.Name,
-			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
-		},
-	}
-	for _, o := range []client.Object{policy, binding} {
-		if err := cl.Client.Create(ctx, o); err != nil {
-			t.Fatalf("cluster %q: create %T %s: %v", cl.Name, o, name, err)
-		}
+	l, err := kobj.Deny(ctx, cl, name, ops, rule, match, validation, message)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return func() {
-		_ = cl.Client.Delete(ctx, binding)
-		_ = cl.Client.Delete(ctx, policy)
+		if err := l(); err != nil {
+			t.Error(err)
+		}
 	}
 }
 

@@ -64,6 +64,21 @@ func FixedIn(fixed, what string) func(string) (Verdict, string) {
 	}
 }
 
+// AddedIn is the expectation of a behaviour Kueue added in release v:
+// before v it fails, from v it passes.
+func AddedIn(added, what string) func(string) (Verdict, string) {
+	return func(v string) (Verdict, string) {
+		at, known := topology.KueueFacts{Version: v}.VersionAtLeast(added)
+		switch {
+		case !known:
+			return "", ""
+		case at:
+			return Pass, what + ": from " + added
+		}
+		return Fail, what + ": added only in " + added
+	}
+}
+
 // BrokenSince is the expectation of a defect that appeared in release v:
 // from v the behaviour fails, before it passes.
 func BrokenSince(since, what string) func(string) (Verdict, string) {

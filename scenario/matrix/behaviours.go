@@ -82,8 +82,12 @@ func Canonical(o CanonicalOptions) []Behaviour {
 		Run:    probeFinalStatusWhileSuspended})
 	add(Behaviour{Name: "finding/foreign-same-name-job", Kind: KindFinding, Setup: SetupAllAtOnce,
 		Doc:    "a worker's own Job with a manager Job's name, on a worker that loses: MultiKueue leaves it alone (#11849)",
-		Expect: FixedIn("v0.19.0", "a worker's own Job of the manager Job's name deleted (kueue #11849, fixed by #11877 in v0.19.0)"),
+		Expect: FixedIn("v0.18.2", "a worker's own Job of the manager Job's name deleted (kueue #11849, fixed by #11877 in v0.19.0 and its cherry-pick #12380 in v0.18.2)"),
 		Run:    probeForeignSameNameJob})
+	add(Behaviour{Name: "finding/out-of-sync-remote-finish", Kind: KindFinding, Setup: SetupAllAtOnce,
+		Doc:    "the remote Job changed on its worker, so the worker's Kueue finishes its Workload OutOfSync: MultiKueue dispatches again instead of finishing the manager's Job (#13047)",
+		Expect: FixedIn("v0.18.4", "a remote OutOfSync finish mirrored as the Job's end, the manager's Job stranded (kueue #13047 in v0.19.0, its cherry-pick #13086 in v0.18.4)"),
+		Run:    probeOutOfSyncRemoteFinish})
 
 	add(Behaviour{Name: "Incremental", Kind: KindScenario, Setup: SetupIncremental,
 		Doc: "each workload's first round nominates the first workers in the order the version follows (config order from v0.19, else by name), every Dispatch check",
@@ -91,6 +95,11 @@ func Canonical(o CanonicalOptions) []Behaviour {
 			_, err := scenario.Incremental(ctx, env, scenario.IncrementalOptions{Dispatch: scenario.DispatchOptions{Jobs: 4, NamePrefix: "mx-rounds"}})
 			return err
 		}})
+
+	add(Behaviour{Name: "Incremental/config-order", Kind: KindFeature, Setup: SetupIncremental,
+		Doc:    "the Incremental dispatcher's first round is the first 3 workers of MultiKueueConfig.spec.clusters, not the first 3 by name",
+		Expect: AddedIn("v0.19.0", "the Incremental dispatcher following spec.clusters order (gate MultiKueueIncrementalDispatcherRespectConfigOrder, on by default)"),
+		Run:    probeIncrementalConfigOrder})
 
 	add(Behaviour{Name: "External", Kind: KindScenario, Setup: SetupExternal,
 		Doc: "an external dispatcher nominates one worker per workload in turn (server-side apply): every placement is its choice",

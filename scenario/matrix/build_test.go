@@ -33,7 +33,7 @@ func recorded(t *testing.T) []Outcome {
 // expectations are the library's own), plus one nobody ran.
 func rowsOf(t *testing.T) []Behaviour {
 	t.Helper()
-	want := []string{"Setup", "Dispatch/RayJob", "finding/foreign-same-name-job", "ManagerRestart", "Failover"}
+	want := []string{"Setup", "Dispatch/RayJob", "Incremental/config-order", "ManagerRestart", "Failover"}
 	var out []Behaviour
 	for _, name := range want {
 		for _, b := range Canonical(CanonicalOptions{}) {
@@ -50,7 +50,7 @@ func rowsOf(t *testing.T) []Behaviour {
 
 // TestBuildFromRecordedOutcomes builds the table from recorded results (no
 // clusters) and checks every class of cell: pass, fail, n/a,
-// infrastructure, not run; a finding fixed in a release and a regression
+// infrastructure, not run; a behaviour added in a release and a regression
 // since one, each measured as expected or not (mismatch); and which rows
 // differ between the versions.
 func TestBuildFromRecordedOutcomes(t *testing.T) {
@@ -68,7 +68,7 @@ func TestBuildFromRecordedOutcomes(t *testing.T) {
 		{0, 1, Infrastructure, "", false, "setup allatonce did not start"},
 		{1, 0, NotApplicable, "", false, "not applicable: the topology's integrations"},
 		{1, 1, NotRun, "", false, ""},
-		{2, 0, Fail, Fail, false, "ForeignUntouched failed"},
+		{2, 0, Fail, Fail, false, `cluster "manager": the first nomination`},
 		{2, 1, Pass, Pass, false, ""},
 		// ManagerRestart: the library expects ErrNotResumed from v0.18.0;
 		// both runs passed, so both are mismatches, reported.
@@ -123,6 +123,7 @@ func TestJudgeClasses(t *testing.T) {
 func TestExpectations(t *testing.T) {
 	fixed := FixedIn("v0.19.0", "x")
 	broken := BrokenSince("v0.18.0", "y")
+	added := AddedIn("v0.19.0", "z")
 	for _, tc := range []struct {
 		f    func(string) (Verdict, string)
 		v    string
@@ -130,6 +131,7 @@ func TestExpectations(t *testing.T) {
 	}{
 		{fixed, "v0.18.4", Fail}, {fixed, "v0.19.0", Pass}, {fixed, "v0.19.2", Pass}, {fixed, "", ""},
 		{broken, "v0.17.1", Pass}, {broken, "v0.18.0", Fail}, {broken, "v0.19.2", Fail}, {broken, "devel", ""},
+		{added, "v0.18.4", Fail}, {added, "v0.19.0", Pass}, {added, "v0.19.2", Pass}, {added, "", ""},
 	} {
 		if got, why := tc.f(tc.v); got != tc.want || (got != "" && why == "") {
 			t.Errorf("%s: %s (%q), want %s with a reason", tc.v, got, why, tc.want)
@@ -161,12 +163,12 @@ func TestWriteValidates(t *testing.T) {
 	}
 	md, _ := os.ReadFile(filepath.Join(dir, MarkdownFile))
 	html, _ := os.ReadFile(filepath.Join(dir, HTMLFile))
-	for _, want := range []string{"| `Setup` |", "**`finding/foreign-same-name-job`** (differs)", "[fail](v0.18.4/finding-foreign-same-name-job.txt): ForeignUntouched failed", "**⚠ expected fail**", "not run"} {
+	for _, want := range []string{"| `Setup` |", "**`Incremental/config-order`** (differs)", "[fail](v0.18.4/Incremental-config-order.txt): cluster \"manager\": the first nomination", "**⚠ expected fail**", "not run"} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("matrix.md lacks %q:\n%s", want, md)
 		}
 	}
-	for _, want := range []string{`<td class="fail"><a href="v0.18.4/finding-foreign-same-name-job.txt">fail</a>`, `class="infra"`, `class="mismatch">expected fail`, "Kueue version not read"} {
+	for _, want := range []string{`<td class="fail"><a href="v0.18.4/Incremental-config-order.txt">fail</a>`, `class="infra"`, `class="mismatch">expected fail`, "Kueue version not read"} {
 		if !strings.Contains(string(html), want) {
 			t.Errorf("matrix.html lacks %q", want)
 		}

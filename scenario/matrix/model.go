@@ -50,6 +50,9 @@ const (
 	KindScenario Kind = "scenario"
 	// KindFinding is a probe of a known Kueue defect.
 	KindFinding Kind = "finding"
+	// KindFeature is a behaviour a Kueue release added (a dispatcher
+	// rule, a field honoured): it fails where the release lacks it.
+	KindFeature Kind = "feature"
 )
 
 // Outcome is what one behaviour's run on one target recorded: the input

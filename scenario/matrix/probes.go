@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	batchv1 "k8s.io/api/batch/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
+	"github.com/multikueue-testkit/testkit/internal/kobj"
 	"github.com/multikueue-testkit/testkit/internal/poll"
 	"github.com/multikueue-testkit/testkit/observe"
 	"github.com/multikueue-testkit/testkit/scenario"
@@ -50,7 +51,7 @@ func probeForeignSameNameJob(ctx context.Context, env *scenario.Env) (err error)
 	if err := w.Client.Create(ctx, own); err != nil {
 		return fmt.Errorf("cluster %q: create the worker's own Job %s/%s: %w", w.Name, ns, name, err)
 	}
-	defer func() { err = errors.Join(err, removeAndWait(ctx, w, own)) }()
+	defer func() { err = errors.Join(err, kobj.Remove(ctx, w, own)) }()
 	if err := seen(ctx, env, w.Name, own, observe.JobStarted); err != nil {
 		return err
 	}
@@ -60,7 +61,7 @@ func probeForeignSameNameJob(ctx context.Context, env *scenario.Env) (err error)
 	if err := env.Topo.Manager.Client.Create(ctx, job); err != nil {
 		return fmt.Errorf("cluster %q: create Job %s/%s: %w", env.Topo.Manager.Name, ns, name, err)
 	}
-	defer func() { err = errors.Join(err, removeAndWait(ctx, env.Topo.Manager, job)) }()
+	defer func() { err = errors.Join(err, kobj.Remove(ctx, env.Topo.Manager, job)) }()
 	if err := c.Finished(ctx, job); err != nil {
 		return err
 	}
@@ -80,7 +81,7 @@ func probeFinalStatusWhileSuspended(ctx context.Context, env *scenario.Env) (err
 	mgr := env.Topo.Manager
 	ns, queue := env.Topo.Spec.Queues.Namespaces[0], env.Topo.Spec.Queues.LocalQueue
 	msg := "the matrix holds this Job suspended"
-	lift, err := denyUpdates(ctx, mgr, policy,
+	lift, err := kobj.Deny(ctx, mgr, policy, []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
 		admissionregistrationv1.Rule{APIGroups: []string{"batch"}, APIVersions: []string{"v1"}, Resources: []string{"jobs"}},
 		fmt.Sprintf("has(object.metadata.labels) && %q in object.metadata.labels", holdLabel),
 		"!(oldObject.spec.suspend == true && object.spec.suspend == false)", msg)
@@ -94,7 +95,7 @@ func probeFinalStatusWhileSuspended(ctx context.Context, env *scenario.Env) (err
 	if err := mgr.Client.Create(ctx, probe); err != nil {
 		return fmt.Errorf("cluster %q: create Job %s/%s: %w", mgr.Name, ns, probe.Name, err)
 	}
-	defer func() { err = errors.Join(err, removeAndWait(ctx, mgr, probe)) }()
+	defer func() { err = errors.Join(err, kobj.Remove(ctx, mgr, probe)) }()
 	err = poll.Until(ctx, 30*time.Second, fmt.Sprintf("cluster %q: the policy %s to deny unsuspending Job %s/%s", mgr.Name, policy, ns, probe.Name), func(ctx context.Context) error {
 		p := &batchv1.Job{}
 		if err := mgr.Client.Get(ctx, client.ObjectKeyFromObject(probe), p); err != nil {
@@ -114,7 +115,7 @@ func probeFinalStatusWhileSuspended(ctx context.Context, env *scenario.Env) (err
 	if err := mgr.Client.Create(ctx, job); err != nil {
 		return fmt.Errorf("cluster %q: create Job %s/%s: %w", mgr.Name, ns, name, err)
 	}
-	defer func() { err = errors.Join(err, removeAndWait(ctx, mgr, job)) }()
+	defer func() { err = errors.Join(err, kobj.Remove(ctx, mgr, job)) }()
 	if err := seenRemote(ctx, env, job, observe.JobSucceeded); err != nil {
 		return err
 	}
@@ -141,7 +142,7 @@ func probeMergePatchedNominations(ctx context.Context, env *scenario.Env) error 
 		Write:    scenario.NominateWithMergePatch,
 	})
 	for _, o := range res.Objects {
-		err = errors.Join(err, removeAndWait(ctx, env.Topo.Manager, o))
+		err = errors.Join(err, kobj.Remove(ctx, env.Topo.Manager, o))
 	}
 	return err
 }
@@ -170,48 +171,6 @@ func setStopPolicy(ctx context.Context, topo *topology.Topology, cl *topology.Cl
 		}
 		return nil
 	})
-}
-
-// denyUpdates installs a ValidatingAdmissionPolicy and its binding on cl
-// that deny the UPDATEs of rule's resources matching match unless
-// validation holds; lift removes both.
-func denyUpdates(ctx context.Context, cl *topology.Cluster, name string, rule admissionregistrationv1.Rule, match, validation, message string) (lift func() error, err error) {
-	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
-			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
-				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
-					Rule:       rule,
-				},
-			}}},
-			MatchConditions: []admissionregistrationv1.MatchCondition{{Name: "match", Expression: match}},
-			Validations:     []admissionregistrationv1.Validation{{Expression: validation, Message: message}},
-		},
-	}
-	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
-			PolicyName:        policy.Name,
-			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
-		},
-	}
-	lift = func() error {
-		var errs []error
-		for _, o := range []client.Object{binding, policy} {
-			if err := cl.Client.Delete(ctx, o); err != nil && !apierrors.IsNotFound(err) {
-				errs = append(errs, fmt.Errorf("cluster %q: delete %T %s: %w", cl.Name, o, name, err))
-			}
-		}
-		return errors.Join(errs...)
-	}
-	for _, o := range []client.Object{policy, binding} {
-		if err := cl.Client.Create(ctx, o); err != nil {
-			return nil, errors.Join(fmt.Errorf("cluster %q: create %T %s: %w", cl.Name, o, name, err), lift())
-		}
-	}
-	return lift, nil
 }
 
 // seen waits until the Observer recorded event t of job object obj on
@@ -258,25 +217,157 @@ func sameObject(ctx context.Context, cl *topology.Cluster, obj client.Object) er
 	return nil
 }
 
-// removeAndWait deletes obj from cl (dropping its finalizers) and waits
-// until it is gone.
-func removeAndWait(ctx context.Context, cl *topology.Cluster, obj client.Object) error {
-	return poll.Until(ctx, time.Minute, fmt.Sprintf("cluster %q: %s/%s to be deleted", cl.Name, obj.GetNamespace(), obj.GetName()), func(ctx context.Context) error {
-		cur := obj.DeepCopyObject().(client.Object)
-		if err := cl.Client.Get(ctx, client.ObjectKeyFromObject(obj), cur); apierrors.IsNotFound(err) {
-			return nil
-		} else if err != nil {
+// probeIncrementalConfigOrder (Kueue v0.19.0, gate
+// MultiKueueIncrementalDispatcherRespectConfigOrder): the incremental setup
+// lists its workers out of name order in MultiKueueConfig.spec.clusters, so
+// the first round by that order and the first round by name differ. It
+// submits one Job and compares the manager Workload's first nomination with
+// both, as read from the manager: the spec.clusters order passes; by name,
+// or anything else, fails naming what was nominated.
+func probeIncrementalConfigOrder(ctx context.Context, env *scenario.Env) (err error) {
+	const name = "mx-order"
+	mgr := env.Topo.Manager
+	ns, queue := env.Topo.Spec.Queues.Namespaces[0], env.Topo.Spec.Queues.LocalQueue
+	var cfg kueue.MultiKueueConfig
+	if err := mgr.Client.Get(ctx, client.ObjectKey{Name: env.Topo.Spec.Queues.MultiKueueConfig}, &cfg); err != nil {
+		return fmt.Errorf("cluster %q: read MultiKueueConfig %s: %w", mgr.Name, env.Topo.Spec.Queues.MultiKueueConfig, err)
+	}
+	for _, c := range cfg.Spec.Clusters {
+		var mkc kueue.MultiKueueCluster
+		if err := mgr.Client.Get(ctx, client.ObjectKey{Name: c}, &mkc); err != nil {
+			return fmt.Errorf("cluster %q: read MultiKueueCluster %s: %w", mgr.Name, c, err)
+		}
+		if !apimeta.IsStatusConditionTrue(mkc.Status.Conditions, kueue.MultiKueueClusterActive) {
+			return fmt.Errorf("cluster %q: MultiKueueCluster %s is not Active: the first round cannot be judged", mgr.Name, c)
+		}
+	}
+	step := 3 // Kueue's default step size; the setup does not set one
+	if len(cfg.Spec.Clusters) <= step {
+		return &InapplicableError{Why: fmt.Sprintf("MultiKueueConfig %s lists %d clusters: a first round of %d takes them all", cfg.Name, len(cfg.Spec.Clusters), step)}
+	}
+	byOrder := slices.Sorted(slices.Values(cfg.Spec.Clusters[:step]))
+	byName := slices.Sorted(slices.Values(cfg.Spec.Clusters))[:step]
+	if slices.Equal(byOrder, byName) {
+		return &InapplicableError{Why: fmt.Sprintf("MultiKueueConfig %s lists %v: its first %d are also the first by name", cfg.Name, cfg.Spec.Clusters, step)}
+	}
+	job := workload.NewJob(name, ns).Queue(queue).Requests("1", "1Gi").RunFor(500 * time.Millisecond).Obj()
+	if err := mgr.Client.Create(ctx, job); err != nil {
+		return fmt.Errorf("cluster %q: create Job %s/%s: %w", mgr.Name, ns, name, err)
+	}
+	defer func() { err = errors.Join(err, kobj.Remove(ctx, mgr, job)) }()
+	var first []string
+	what := fmt.Sprintf("cluster %q: the first nomination of Job %s/%s's Workload", mgr.Name, ns, name)
+	if err := poll.Until(ctx, 2*time.Minute, what, func(ctx context.Context) error {
+		wl, err := ownedWorkload(ctx, mgr, job)
+		if err != nil {
 			return err
 		}
-		if len(cur.GetFinalizers()) > 0 {
-			cur.SetFinalizers(nil)
-			if err := cl.Client.Update(ctx, cur); err != nil {
-				return err
+		evs, _ := env.Obs.History(observe.KindWorkload, ns, wl.Name)
+		for _, e := range evs {
+			if e.Cluster == mgr.Name && e.Type == observe.Nominated && len(e.Values) > 0 {
+				first = slices.Sorted(slices.Values(e.Values))
+				return nil
 			}
 		}
-		if err := cl.Client.Delete(ctx, cur, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !apierrors.IsNotFound(err) {
+		return errors.New("its Workload " + wl.Name + " not nominated yet")
+	}); err != nil {
+		return err
+	}
+	if slices.Equal(first, byOrder) {
+		return env.Check.Finished(ctx, job)
+	}
+	how := "neither"
+	if slices.Equal(first, byName) {
+		how = "the first by name"
+	}
+	return fmt.Errorf("%s is [%s]: %s, want the first %d of MultiKueueConfig %s spec.clusters %v, [%s] (by name it would be [%s])",
+		what, strings.Join(first, ","), how, step, cfg.Name, cfg.Spec.Clusters, strings.Join(byOrder, ","), strings.Join(byName, ","))
+}
+
+// probeOutOfSyncRemoteFinish (kueue #13047, fixed in v0.19.0 and by its
+// cherry-pick #13086 in v0.18.4): once the manager's Job (parallelism 2) is
+// placed, its remote copy's parallelism is changed on the worker, so the
+// worker's Kueue finds the copy out of sync with its prebuilt Workload and
+// finishes that Workload with reason OutOfSync. MultiKueue must take that
+// for a sync failure and dispatch again; the defect mirrors it as the end
+// of the Job: the manager Workload Finished OutOfSync and the manager's Job
+// stranded without its final status. The probe passes when the manager
+// Workload finished for another reason and StatusSynced holds.
+func probeOutOfSyncRemoteFinish(ctx context.Context, env *scenario.Env) (err error) {
+	const name = "mx-outofsync"
+	mgr := env.Topo.Manager
+	ns, queue := env.Topo.Spec.Queues.Namespaces[0], env.Topo.Spec.Queues.LocalQueue
+	c := *env.Check
+	c.Since = time.Now()
+	job := workload.NewJob(name, ns).Queue(queue).Parallelism(2).Completions(2).Requests("500m", "256Mi").RunFor(15 * time.Second).Obj()
+	if err := mgr.Client.Create(ctx, job); err != nil {
+		return fmt.Errorf("cluster %q: create Job %s/%s: %w", mgr.Name, ns, name, err)
+	}
+	defer func() { err = errors.Join(err, kobj.Remove(ctx, mgr, job)) }()
+	var placedOn string
+	var wlName string
+	if err := poll.Until(ctx, 2*time.Minute, fmt.Sprintf("cluster %q: Job %s/%s's Workload placed (status.clusterName)", mgr.Name, ns, name), func(ctx context.Context) error {
+		wl, err := ownedWorkload(ctx, mgr, job)
+		if err != nil {
 			return err
 		}
-		return errors.New("still there")
-	})
+		wlName = wl.Name
+		if placedOn = ptr.Deref(wl.Status.ClusterName, ""); placedOn == "" {
+			return errors.New("no clusterName yet")
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	w := env.Topo.Worker(placedOn)
+	if w == nil {
+		return fmt.Errorf("cluster %q: Workload %s/%s placed on %q, which is not a worker of the topology", mgr.Name, ns, wlName, placedOn)
+	}
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		remote := &batchv1.Job{}
+		if err := w.Client.Get(ctx, client.ObjectKeyFromObject(job), remote); err != nil {
+			return err
+		}
+		remote.Spec.Parallelism = ptr.To[int32](1)
+		return w.Client.Update(ctx, remote)
+	}); err != nil {
+		return fmt.Errorf("cluster %q: set the remote Job %s/%s's parallelism to 1: %w", w.Name, ns, name, err)
+	}
+	if err := c.Finished(ctx, job); err != nil {
+		return err
+	}
+	wl, err := ownedWorkload(ctx, mgr, job)
+	if err != nil {
+		return err
+	}
+	// The situation is built only if the worker's Kueue did finish its
+	// copy OutOfSync: else the probe says nothing of MultiKueue.
+	built := false
+	evs, _ := env.Obs.History(observe.KindWorkload, ns, wl.Name)
+	for _, e := range evs {
+		built = built || (e.Cluster == w.Name && e.Type == observe.Finished && e.Detail == kueue.WorkloadFinishedReasonOutOfSync)
+	}
+	if !built {
+		return &scenario.InfraError{Cluster: w.Name, Op: fmt.Sprintf("make Kueue finish Workload %s/%s OutOfSync by changing its Job's parallelism", ns, wl.Name),
+			Err: errors.New("no Finished (OutOfSync) of it recorded: the probe did not build its situation")}
+	}
+	if f := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadFinished); f != nil && f.Reason == kueue.WorkloadFinishedReasonOutOfSync {
+		return fmt.Errorf("cluster %q: Workload %s/%s Finished with reason %s (%q): MultiKueue took the remote Workload's OutOfSync finish on %q (its Job's parallelism changed there) for the end of Job %s/%s, whose status it then never gets; want a new dispatch (kueue #13047)",
+			mgr.Name, ns, wl.Name, f.Reason, f.Message, w.Name, ns, name)
+	}
+	return c.StatusSynced(ctx, job)
+}
+
+// ownedWorkload is the Workload on cl that job controls.
+func ownedWorkload(ctx context.Context, cl *topology.Cluster, job client.Object) (*kueue.Workload, error) {
+	var wls kueue.WorkloadList
+	if err := cl.Client.List(ctx, &wls, client.InNamespace(job.GetNamespace())); err != nil {
+		return nil, fmt.Errorf("cluster %q: list Workloads in %s: %w", cl.Name, job.GetNamespace(), err)
+	}
+	for i := range wls.Items {
+		if metav1.IsControlledBy(&wls.Items[i], job) {
+			return &wls.Items[i], nil
+		}
+	}
+	return nil, fmt.Errorf("cluster %q: no Workload of %s/%s yet", cl.Name, job.GetNamespace(), job.GetName())
 }
