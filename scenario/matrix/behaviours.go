@@ -85,9 +85,12 @@ func Canonical(o CanonicalOptions) []Behaviour {
 		Expect: FixedIn("v0.18.2", "a worker's own Job of the manager Job's name deleted (kueue #11849, fixed by #11877 in v0.19.0 and its cherry-pick #12380 in v0.18.2)"),
 		Run:    probeForeignSameNameJob})
 	add(Behaviour{Name: "finding/out-of-sync-remote-finish", Kind: KindFinding, Setup: SetupAllAtOnce,
-		Doc:    "the remote Job changed on its worker, so the worker's Kueue finishes its Workload OutOfSync: MultiKueue dispatches again instead of finishing the manager's Job (#13047)",
+		Doc:    "the remote Job changed on its worker, so the worker's Kueue finishes its Workload OutOfSync: MultiKueue resets its check to dispatch again instead of finishing the manager's Workload (#13047)",
 		Expect: FixedIn("v0.18.4", "a remote OutOfSync finish mirrored as the Job's end, the manager's Job stranded (kueue #13047 in v0.19.0, its cherry-pick #13086 in v0.18.4)"),
 		Run:    probeOutOfSyncRemoteFinish})
+	add(Behaviour{Name: "finding/redispatch-after-started", Kind: KindFinding, Setup: SetupAllAtOnce,
+		Doc: "the same OutOfSync finish once the manager's Job shows the remote's active pods: the Job is dispatched again and runs to its end, status synced",
+		Run: probeRedispatchAfterStarted})
 
 	add(Behaviour{Name: "Incremental", Kind: KindScenario, Setup: SetupIncremental,
 		Doc: "each workload's first round nominates the first workers in the order the version follows (config order from v0.19, else by name), every Dispatch check",

@@ -284,44 +284,51 @@ func probeIncrementalConfigOrder(ctx context.Context, env *scenario.Env) (err er
 		what, strings.Join(first, ","), how, step, cfg.Name, cfg.Spec.Clusters, strings.Join(byOrder, ","), strings.Join(byName, ","))
 }
 
-// probeOutOfSyncRemoteFinish (kueue #13047, fixed in v0.19.0 and by its
-// cherry-pick #13086 in v0.18.4): once the manager's Job (parallelism 2) is
-// placed, its remote copy's parallelism is changed on the worker, so the
-// worker's Kueue finds the copy out of sync with its prebuilt Workload and
-// finishes that Workload with reason OutOfSync. MultiKueue must take that
-// for a sync failure and dispatch again; the defect mirrors it as the end
-// of the Job: the manager Workload Finished OutOfSync and the manager's Job
-// stranded without its final status. The probe passes when the manager
-// Workload finished for another reason and StatusSynced holds.
-func probeOutOfSyncRemoteFinish(ctx context.Context, env *scenario.Env) (err error) {
-	const name = "mx-outofsync"
+// outOfSync builds what both OutOfSync probes need: a manager Job
+// (parallelism 2, 15 s) placed on a worker, then its remote copy's
+// parallelism changed there, so that the worker's Kueue finds the copy out
+// of sync with its prebuilt Workload and finishes that Workload with reason
+// OutOfSync. With started, the change waits until the manager's Job shows
+// the remote's running status (active pods). It returns the manager's Job,
+// the worker and a cleanup; the history shows whether the OutOfSync finish
+// happened (outOfSyncSeen).
+func outOfSync(ctx context.Context, env *scenario.Env, name string, started bool) (job *batchv1.Job, w *topology.Cluster, cleanup func() error, err error) {
 	mgr := env.Topo.Manager
 	ns, queue := env.Topo.Spec.Queues.Namespaces[0], env.Topo.Spec.Queues.LocalQueue
-	c := *env.Check
-	c.Since = time.Now()
-	job := workload.NewJob(name, ns).Queue(queue).Parallelism(2).Completions(2).Requests("500m", "256Mi").RunFor(15 * time.Second).Obj()
+	job = workload.NewJob(name, ns).Queue(queue).Parallelism(2).Completions(2).Requests("500m", "256Mi").RunFor(15 * time.Second).Obj()
 	if err := mgr.Client.Create(ctx, job); err != nil {
-		return fmt.Errorf("cluster %q: create Job %s/%s: %w", mgr.Name, ns, name, err)
+		return nil, nil, nil, fmt.Errorf("cluster %q: create Job %s/%s: %w", mgr.Name, ns, name, err)
 	}
-	defer func() { err = errors.Join(err, kobj.Remove(ctx, mgr, job)) }()
+	cleanup = func() error { return kobj.Remove(ctx, mgr, job) }
 	var placedOn string
-	var wlName string
 	if err := poll.Until(ctx, 2*time.Minute, fmt.Sprintf("cluster %q: Job %s/%s's Workload placed (status.clusterName)", mgr.Name, ns, name), func(ctx context.Context) error {
 		wl, err := ownedWorkload(ctx, mgr, job)
 		if err != nil {
 			return err
 		}
-		wlName = wl.Name
 		if placedOn = ptr.Deref(wl.Status.ClusterName, ""); placedOn == "" {
 			return errors.New("no clusterName yet")
 		}
 		return nil
 	}); err != nil {
-		return err
+		return nil, nil, nil, errors.Join(err, cleanup())
 	}
-	w := env.Topo.Worker(placedOn)
-	if w == nil {
-		return fmt.Errorf("cluster %q: Workload %s/%s placed on %q, which is not a worker of the topology", mgr.Name, ns, wlName, placedOn)
+	if w = env.Topo.Worker(placedOn); w == nil {
+		return nil, nil, nil, errors.Join(fmt.Errorf("cluster %q: Job %s/%s placed on %q, which is not a worker of the topology", mgr.Name, ns, name, placedOn), cleanup())
+	}
+	if started {
+		if err := poll.Until(ctx, time.Minute, fmt.Sprintf("cluster %q: Job %s/%s to show the remote's active pods", mgr.Name, ns, name), func(ctx context.Context) error {
+			cur := &batchv1.Job{}
+			if err := mgr.Client.Get(ctx, client.ObjectKeyFromObject(job), cur); err != nil {
+				return err
+			}
+			if cur.Status.Active == 0 {
+				return errors.New("status.active is 0")
+			}
+			return nil
+		}); err != nil {
+			return nil, nil, nil, errors.Join(err, cleanup())
+		}
 	}
 	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		remote := &batchv1.Job{}
@@ -331,31 +338,118 @@ func probeOutOfSyncRemoteFinish(ctx context.Context, env *scenario.Env) (err err
 		remote.Spec.Parallelism = ptr.To[int32](1)
 		return w.Client.Update(ctx, remote)
 	}); err != nil {
-		return fmt.Errorf("cluster %q: set the remote Job %s/%s's parallelism to 1: %w", w.Name, ns, name, err)
+		return nil, nil, nil, errors.Join(fmt.Errorf("cluster %q: set the remote Job %s/%s's parallelism to 1: %w", w.Name, ns, name, err), cleanup())
 	}
-	if err := c.Finished(ctx, job); err != nil {
-		return err
+	return job, w, cleanup, nil
+}
+
+// outOfSyncSeen waits (up to a minute) until the history shows worker w's
+// Kueue finishing the copy of job's Workload OutOfSync; an error, an
+// infrastructure one, says the probe did not build its situation.
+func outOfSyncSeen(ctx context.Context, env *scenario.Env, job client.Object, w *topology.Cluster) (wlName string, err error) {
+	mgr := env.Topo.Manager
+	err = poll.Until(ctx, time.Minute, fmt.Sprintf("cluster %q: the copy of Job %s/%s's Workload Finished OutOfSync", w.Name, job.GetNamespace(), job.GetName()), func(ctx context.Context) error {
+		wl, err := ownedWorkload(ctx, mgr, job)
+		if err != nil {
+			return err
+		}
+		wlName = wl.Name
+		evs, _ := env.Obs.History(observe.KindWorkload, job.GetNamespace(), wl.Name)
+		for _, e := range evs {
+			if e.Cluster == w.Name && e.Type == observe.Finished && e.Detail == kueue.WorkloadFinishedReasonOutOfSync {
+				return nil
+			}
+		}
+		return errors.New("not recorded")
+	})
+	if err != nil {
+		return wlName, &scenario.InfraError{Cluster: w.Name, Op: "make Kueue finish a Workload OutOfSync by changing its Job's parallelism", Err: fmt.Errorf("the probe did not build its situation: %w", err)}
 	}
-	wl, err := ownedWorkload(ctx, mgr, job)
+	return wlName, nil
+}
+
+// probeOutOfSyncRemoteFinish (kueue #13047, fixed in v0.19.0 and by its
+// cherry-pick #13086 in v0.18.4): the worker's Kueue finishes the remote
+// Workload OutOfSync (outOfSync, changed at once after placement).
+// MultiKueue must take that for a sync failure and dispatch again (its
+// check back to Retry or Pending); the defect mirrors it as the end of the
+// Job: the manager Workload Finished OutOfSync, the manager's Job stranded.
+// It judges MultiKueue's reaction only; whether the Job then runs to its
+// end is the next probe's question.
+func probeOutOfSyncRemoteFinish(ctx context.Context, env *scenario.Env) (err error) {
+	mgr := env.Topo.Manager
+	job, w, cleanup, err := outOfSync(ctx, env, "mx-outofsync", false)
 	if err != nil {
 		return err
 	}
-	// The situation is built only if the worker's Kueue did finish its
-	// copy OutOfSync: else the probe says nothing of MultiKueue.
-	built := false
-	evs, _ := env.Obs.History(observe.KindWorkload, ns, wl.Name)
-	for _, e := range evs {
-		built = built || (e.Cluster == w.Name && e.Type == observe.Finished && e.Detail == kueue.WorkloadFinishedReasonOutOfSync)
+	defer func() { err = errors.Join(err, cleanup()) }()
+	wlName, err := outOfSyncSeen(ctx, env, job, w)
+	if err != nil {
+		return err
 	}
-	if !built {
-		return &scenario.InfraError{Cluster: w.Name, Op: fmt.Sprintf("make Kueue finish Workload %s/%s OutOfSync by changing its Job's parallelism", ns, wl.Name),
-			Err: errors.New("no Finished (OutOfSync) of it recorded: the probe did not build its situation")}
+	what := fmt.Sprintf("cluster %q: Workload %s/%s after its copy on %q finished OutOfSync", mgr.Name, job.Namespace, wlName, w.Name)
+	var finished error
+	if err := poll.Until(ctx, time.Minute, what+" to be dispatched again (check multikueue Retry or Pending)", func(ctx context.Context) error {
+		wl, err := ownedWorkload(ctx, mgr, job)
+		if err != nil {
+			return err
+		}
+		if f := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadFinished); f != nil && f.Status == metav1.ConditionTrue {
+			finished = fmt.Errorf("%s: Finished with reason %s (%q): MultiKueue took the remote's sync failure for the end of Job %s/%s, whose status it then never gets; want a new dispatch (kueue #13047)",
+				what, f.Reason, f.Message, job.Namespace, job.Name)
+			return nil
+		}
+		evs, _ := env.Obs.History(observe.KindWorkload, job.Namespace, wlName)
+		since := firstOutOfSync(evs, w.Name)
+		for _, e := range evs {
+			if e.Cluster == mgr.Name && e.Type == observe.CheckState && len(e.Values) == 2 && !e.Time.Before(since) &&
+				(e.Values[1] == string(kueue.CheckStateRetry) || e.Values[1] == string(kueue.CheckStatePending)) {
+				return nil
+			}
+		}
+		return errors.New("its check not reset yet")
+	}); err != nil {
+		return err
 	}
-	if f := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadFinished); f != nil && f.Reason == kueue.WorkloadFinishedReasonOutOfSync {
-		return fmt.Errorf("cluster %q: Workload %s/%s Finished with reason %s (%q): MultiKueue took the remote Workload's OutOfSync finish on %q (its Job's parallelism changed there) for the end of Job %s/%s, whose status it then never gets; want a new dispatch (kueue #13047)",
-			mgr.Name, ns, wl.Name, f.Reason, f.Message, w.Name, ns, name)
+	return finished
+}
+
+// probeRedispatchAfterStarted: the same OutOfSync finish, built once the
+// manager's Job shows the remote's active pods (MultiKueue copied the
+// running status). MultiKueue dispatches again; the Job must then run to
+// its end on a worker with its status synced. Seen on v0.19.2: the manager's
+// Kueue cannot stop the Job to re-admit it, as the API server refuses every
+// patch of its pod template while its status still counts active pods
+// (422), so it is never dispatched again.
+func probeRedispatchAfterStarted(ctx context.Context, env *scenario.Env) (err error) {
+	job, w, cleanup, err := outOfSync(ctx, env, "mx-restarted", true)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, cleanup()) }()
+	if _, err := outOfSyncSeen(ctx, env, job, w); err != nil {
+		return err
+	}
+	c := *env.Check
+	if err := c.Finished(ctx, job); err != nil {
+		cur := &batchv1.Job{}
+		if gerr := env.Topo.Manager.Client.Get(ctx, client.ObjectKeyFromObject(job), cur); gerr == nil {
+			err = fmt.Errorf("%w\n  cluster %q: Job %s/%s is suspended %t with status.active %d, from the remote copy MultiKueue removed: while it counts active pods the API server refuses Kueue's restore of its pod template, so Kueue cannot stop it to admit it again",
+				err, env.Topo.Manager.Name, cur.Namespace, cur.Name, ptr.Deref(cur.Spec.Suspend, false), cur.Status.Active)
+		}
+		return err
 	}
 	return c.StatusSynced(ctx, job)
+}
+
+// firstOutOfSync is when cluster's copy first finished OutOfSync in evs.
+func firstOutOfSync(evs []observe.Event, cluster string) time.Time {
+	for _, e := range evs {
+		if e.Cluster == cluster && e.Type == observe.Finished && e.Detail == kueue.WorkloadFinishedReasonOutOfSync {
+			return e.Time
+		}
+	}
+	return time.Time{}
 }
 
 // ownedWorkload is the Workload on cl that job controls.
