@@ -417,10 +417,11 @@ func probeOutOfSyncRemoteFinish(ctx context.Context, env *scenario.Env) (err err
 // probeRedispatchAfterStarted: the same OutOfSync finish, built once the
 // manager's Job shows the remote's active pods (MultiKueue copied the
 // running status). MultiKueue dispatches again; the Job must then run to
-// its end on a worker with its status synced. Seen on v0.19.2: the manager's
-// Kueue cannot stop the Job to re-admit it, as the API server refuses every
-// patch of its pod template while its status still counts active pods
-// (422), so it is never dispatched again.
+// its end on a worker with its status synced. Seen: on v0.19.2 the API
+// server refuses (422) every patch of the manager Job's pod template by
+// which Kueue would stop it, its status still counting the removed copy's
+// pods; on v0.17.1 every status patch (status.startTime is immutable for an
+// unsuspended Job once set). Either way it is never dispatched again.
 func probeRedispatchAfterStarted(ctx context.Context, env *scenario.Env) (err error) {
 	job, w, cleanup, err := outOfSync(ctx, env, "mx-restarted", true)
 	if err != nil {
@@ -434,8 +435,8 @@ func probeRedispatchAfterStarted(ctx context.Context, env *scenario.Env) (err er
 	if err := c.Finished(ctx, job); err != nil {
 		cur := &batchv1.Job{}
 		if gerr := env.Topo.Manager.Client.Get(ctx, client.ObjectKeyFromObject(job), cur); gerr == nil {
-			err = fmt.Errorf("%w\n  cluster %q: Job %s/%s is suspended %t with status.active %d, from the remote copy MultiKueue removed: while it counts active pods the API server refuses Kueue's restore of its pod template, so Kueue cannot stop it to admit it again",
-				err, env.Topo.Manager.Name, cur.Namespace, cur.Name, ptr.Deref(cur.Spec.Suspend, false), cur.Status.Active)
+			err = fmt.Errorf("%w\n  cluster %q: Job %s/%s as it is now: suspend %t, status.active %d, status.startTime set %t (the status is the removed copy's, as MultiKueue copied it)",
+				err, env.Topo.Manager.Name, cur.Namespace, cur.Name, ptr.Deref(cur.Spec.Suspend, false), cur.Status.Active, cur.Status.StartTime != nil)
 		}
 		return err
 	}
