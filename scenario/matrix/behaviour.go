@@ -52,44 +52,33 @@ func Judge(err error) Verdict {
 // FixedIn is the expectation of a defect that Kueue fixed in release v:
 // before v the probe fails (the defect shows), from v it passes.
 func FixedIn(fixed, what string) func(string) (Verdict, string) {
-	return func(v string) (Verdict, string) {
-		at, known := topology.KueueFacts{Version: v}.VersionAtLeast(fixed)
-		switch {
-		case !known:
-			return "", ""
-		case at:
-			return Pass, what + ": fixed in " + fixed
-		}
-		return Fail, what + ": the defect, fixed only in " + fixed
-	}
+	return threshold(fixed, Pass, what+": fixed in "+fixed, Fail, what+": the defect, fixed only in "+fixed)
 }
 
 // AddedIn is the expectation of a behaviour Kueue added in release v:
 // before v it fails, from v it passes.
 func AddedIn(added, what string) func(string) (Verdict, string) {
-	return func(v string) (Verdict, string) {
-		at, known := topology.KueueFacts{Version: v}.VersionAtLeast(added)
-		switch {
-		case !known:
-			return "", ""
-		case at:
-			return Pass, what + ": from " + added
-		}
-		return Fail, what + ": added only in " + added
-	}
+	return threshold(added, Pass, what+": from "+added, Fail, what+": added only in "+added)
 }
 
 // BrokenSince is the expectation of a defect that appeared in release v:
 // from v the behaviour fails, before it passes.
 func BrokenSince(since, what string) func(string) (Verdict, string) {
+	return threshold(since, Fail, what+": seen from "+since, Pass, what+": not before "+since)
+}
+
+// threshold expects from, with fromWhy, on a Kueue at release at or
+// later, and before, with beforeWhy, on an earlier one; nothing on a
+// version it cannot compare.
+func threshold(at string, from Verdict, fromWhy string, before Verdict, beforeWhy string) func(string) (Verdict, string) {
 	return func(v string) (Verdict, string) {
-		at, known := topology.KueueFacts{Version: v}.VersionAtLeast(since)
+		atLeast, known := topology.KueueFacts{Version: v}.VersionAtLeast(at)
 		switch {
 		case !known:
 			return "", ""
-		case at:
-			return Fail, what + ": seen from " + since
+		case atLeast:
+			return from, fromWhy
 		}
-		return Pass, what + ": not before " + since
+		return before, beforeWhy
 	}
 }

@@ -354,11 +354,8 @@ func outOfSyncSeen(ctx context.Context, env *scenario.Env, job client.Object, w 
 			return err
 		}
 		wlName = wl.Name
-		evs, _ := env.Obs.History(observe.KindWorkload, job.GetNamespace(), wl.Name)
-		for _, e := range evs {
-			if e.Cluster == w.Name && e.Type == observe.Finished && e.Detail == kueue.WorkloadFinishedReasonOutOfSync {
-				return nil
-			}
+		if evs, _ := env.Obs.History(observe.KindWorkload, job.GetNamespace(), wl.Name); !firstOutOfSync(evs, w.Name).IsZero() {
+			return nil
 		}
 		return errors.New("not recorded")
 	})
@@ -443,7 +440,8 @@ func probeRedispatchAfterStarted(ctx context.Context, env *scenario.Env) (err er
 	return c.StatusSynced(ctx, job)
 }
 
-// firstOutOfSync is when cluster's copy first finished OutOfSync in evs.
+// firstOutOfSync is when cluster's copy first finished OutOfSync in evs;
+// zero if it did not.
 func firstOutOfSync(evs []observe.Event, cluster string) time.Time {
 	for _, e := range evs {
 		if e.Cluster == cluster && e.Type == observe.Finished && e.Detail == kueue.WorkloadFinishedReasonOutOfSync {
