@@ -107,6 +107,11 @@ func (c *Checker) judgeCycles(t target, cycles []cycle, wl, jobs []observe.Event
 				continue
 			}
 			if (e.Type == observe.QuotaReserved || e.Type == observe.Admitted) && e.Time.After(cy.start.Add(c.skew())) && (cy.end.IsZero() || e.Time.Before(cy.end)) {
+				if cy.inferred {
+					problems = append(problems, fmt.Sprintf("cluster %q: cycle %d: its copy of %s got %s at %s, after MultiKueue had placed it on %q (remote job created at %s%s) without the manager ever recording that placement (no status.clusterName): %s",
+						e.Cluster, i+1, t, e.Type, rel(e.Time, t0), cy.cluster, rel(cy.start, t0), jobFate(jobs, cy.cluster, cy.start, t0), RedoneDispatch))
+					continue
+				}
 				problems = append(problems, fmt.Sprintf("cluster %q: cycle %d: its copy of %s got %s at %s, after the manager had selected %q at %s",
 					e.Cluster, i+1, t, e.Type, rel(e.Time, t0), cy.cluster, rel(cy.start, t0)))
 			}
@@ -144,6 +149,14 @@ func (c *Checker) judgeCycles(t target, cycles []cycle, wl, jobs []observe.Event
 // converged on the copy admitted earliest and deleted the first worker's
 // remote job — after it had started.
 const RedonePlacement = "the placement was redone on another worker because its record was lost, so the job started on both"
+
+// RedoneDispatch ends an ExactlyOnceAdmitted or LosersCleaned problem
+// where MultiKueue, with no record of the placement it had made (the
+// manager's status.clusterName never written: the patch lost, or Kueue
+// stopped between creating the remote job and writing it), dispatched the
+// workload again and another worker admitted (or kept) a copy. Whether the
+// job also ran twice is told apart by RedonePlacement.
+const RedoneDispatch = "the dispatch was redone because the placement's record was lost, so another worker admitted a copy"
 
 // jobFate says what became of the remote job created on cluster at start:
 // ", started at …, deleted at …" (empty parts left out).

@@ -93,6 +93,11 @@ func (c *Checker) LosersCleaned(ctx context.Context, job client.Object) error {
 			}
 		}
 		for _, x := range c.keptLosers(wl, cy) {
+			if cy.inferred {
+				problems = append(problems, fmt.Sprintf("cluster %q: cycle %d: its copy of %s was kept after MultiKueue had placed it on %q (remote job created at %s) without the manager ever recording that placement (no status.clusterName): %s",
+					x, i+1, t, cy.cluster, rel(cy.start, t0), RedoneDispatch))
+				continue
+			}
 			problems = append(problems, fmt.Sprintf("cluster %q: cycle %d: its copy of %s was kept after %q was selected at %s", x, i+1, t, cy.cluster, rel(cy.start, t0)))
 		}
 		lower = cy.end
