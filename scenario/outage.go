@@ -172,11 +172,13 @@ func WorkerOutage(ctx context.Context, env *Env, o OutageOptions) (OutageResult,
 	defer restart() // whatever happens, the worker comes back
 	errs = append(errs, r.chk.ClusterInactive(ctx, victim.Name, ""))
 
-	long := *r.chk
-	long.Timeout = wlt + o.RedispatchBound + r.chk.Timeout
-	lr := &run{env: env, chk: &long, name: r.name, start: r.start}
+	// Every in-flight Job was placed before the stop, so each hold ends by
+	// stop + workerLostTimeout and each re-dispatch is due within the bound
+	// after that: one deadline for all, not one wait each (a Kueue that
+	// never re-dispatches costs that window once, not once per Job).
+	deadline := res.Stopped.Add(wlt + o.RedispatchBound + r.chk.Timeout)
 	for _, ob := range inFlight {
-		d, err := lr.redispatched(ctx, ob, victim.Name)
+		d, err := r.redispatched(ctx, ob, victim.Name, deadline)
 		errs = append(errs, err)
 		res.InFlight = append(res.InFlight, d)
 	}
@@ -271,16 +273,16 @@ func (r *run) pickVictim(ctx context.Context, objs []client.Object, want string)
 	return r.env.Topo.Worker(victim), inFlight, nil
 }
 
-// redispatched waits until o's Workload, placed on lost, is placed on
-// another worker, and returns its way there.
-func (r *run) redispatched(ctx context.Context, o client.Object, lost string) (Redispatch, error) {
+// redispatched waits, until deadline, for o's Workload, placed on lost, to
+// be placed on another worker, and returns its way there.
+func (r *run) redispatched(ctx context.Context, o client.Object, lost string, deadline time.Time) (Redispatch, error) {
 	d := Redispatch{Job: ref(o)}
 	key, err := r.workloadKey(ctx, o)
 	if err != nil {
 		return d, err
 	}
 	mgr := r.env.Topo.Manager.Name
-	err = poll.Until(ctx, r.chk.Timeout, fmt.Sprintf("cluster %q: Workload %s of %s to be placed on a worker other than %q", mgr, key, d.Job, lost), func(context.Context) error {
+	err = poll.Until(ctx, max(time.Until(deadline), 0), fmt.Sprintf("cluster %q: Workload %s of %s to be placed on a worker other than %q by %s (the stop + workerLostTimeout + the re-dispatch bound + the Checker's timeout)", mgr, key, d.Job, lost, stamp(deadline)), func(context.Context) error {
 		d = Redispatch{Job: d.Job}
 		evs, _ := r.env.Obs.History(observe.KindWorkload, key.Namespace, key.Name)
 		on := ""
