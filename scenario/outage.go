@@ -109,24 +109,53 @@ func WorkerOutage(ctx context.Context, env *Env, o OutageOptions) (OutageResult,
 	if err != nil {
 		return OutageResult{}, err
 	}
-	var res OutageResult
-	d := o.Dispatch
-	if err := d.use(r.name, "OutageOptions.Dispatch", DispatchOptions{Jobs: 2 * len(env.Topo.Workers), NamePrefix: "outage", Memory: "256Mi", RunFor: 10 * time.Second},
-		map[string]string{"Kinds": "it submits batch/Jobs only", "Fails": "its Jobs must succeed to be judged re-dispatched", "StartTimeout": "its waits are bounded by the Checker's Timeout"}); err != nil {
-		return res, err
-	}
-	candidates := env.Topo.Workers
-	if o.Worker != "" {
-		w := env.Topo.Worker(o.Worker)
-		if w == nil {
-			return res, r.errorf("OutageOptions.Worker: %q is not a worker of the topology (%v)", o.Worker, env.Topo.Spec.WorkerNames)
-		}
-		candidates = []*topology.Cluster{w}
+	candidates, err := r.outageCandidates(o.Worker, "OutageOptions.Worker")
+	if err != nil {
+		return OutageResult{}, err
 	}
 	for _, w := range candidates {
 		if _, err := r.lifecycle(w); err != nil {
-			return res, err
+			return OutageResult{}, err
 		}
+	}
+	return r.lose(ctx, o, "OutageOptions", func(ctx context.Context, victim *topology.Cluster) (func(context.Context) error, error) {
+		lc, _ := r.lifecycle(victim)
+		if err := lc.StopAPIServer(ctx); err != nil {
+			return nil, r.errorf("cluster %q: stop the API server: %w", victim.Name, err)
+		}
+		return func(ctx context.Context) error {
+			if err := lc.StartAPIServer(ctx); err != nil {
+				return r.errorf("cluster %q: start the API server again: %w", victim.Name, err)
+			}
+			return nil
+		}, nil
+	})
+}
+
+// outageCandidates returns the workers a lost-worker scenario may take:
+// want (named by field) or every worker.
+func (r *run) outageCandidates(want, field string) ([]*topology.Cluster, error) {
+	if want == "" {
+		return r.env.Topo.Workers, nil
+	}
+	w := r.env.Topo.Worker(want)
+	if w == nil {
+		return nil, r.errorf("%s: %q is not a worker of the topology (%v)", field, want, r.env.Topo.Spec.WorkerNames)
+	}
+	return []*topology.Cluster{w}, nil
+}
+
+// lose runs a lost-worker scenario (WorkerOutage, Disconnect): the load,
+// the victim, cut (which loses the victim and returns how to bring it
+// back), the hold and re-dispatch of its in-flight Jobs, the return, and
+// every check. opts names the caller's options type in errors.
+func (r *run) lose(ctx context.Context, o OutageOptions, opts string, cut func(context.Context, *topology.Cluster) (func(context.Context) error, error)) (OutageResult, error) {
+	env := r.env
+	var res OutageResult
+	d := o.Dispatch
+	if err := d.use(r.name, opts+".Dispatch", DispatchOptions{Jobs: 2 * len(env.Topo.Workers), NamePrefix: "outage", Memory: "256Mi", RunFor: 10 * time.Second},
+		map[string]string{"Kinds": "it submits batch/Jobs only", "Fails": "its Jobs must succeed to be judged re-dispatched", "StartTimeout": "its waits are bounded by the Checker's Timeout"}); err != nil {
+		return res, err
 	}
 	if len(env.Topo.Workers) < 2 {
 		return res, r.errorf("needs at least 2 workers to re-dispatch to; the topology has %d", len(env.Topo.Workers))
@@ -138,7 +167,7 @@ func WorkerOutage(ctx context.Context, env *Env, o OutageOptions) (OutageResult,
 	if o.RedispatchBound == 0 {
 		o.RedispatchBound = DefaultRedispatchBound
 	}
-	if err := d.defaults(r.name, "OutageOptions.Dispatch"); err != nil {
+	if err := d.defaults(r.name, opts+".Dispatch"); err != nil {
 		return res, err
 	}
 	objs, err := r.build(d.templates(r.namespace(d.Namespace), []observe.Kind{observe.KindJob}))
@@ -154,10 +183,10 @@ func WorkerOutage(ctx context.Context, env *Env, o OutageOptions) (OutageResult,
 		return res, err
 	}
 	res.Worker = victim.Name
-	lc, _ := r.lifecycle(victim)
 	res.Stopped = time.Now()
-	if err := lc.StopAPIServer(ctx); err != nil {
-		return res, r.errorf("cluster %q: stop the API server: %w", victim.Name, err)
+	back, err := cut(ctx, victim)
+	if err != nil {
+		return res, err
 	}
 	var errs []error
 	restart := func() {
@@ -165,9 +194,7 @@ func WorkerOutage(ctx context.Context, env *Env, o OutageOptions) (OutageResult,
 			return
 		}
 		res.Restarted = time.Now()
-		if err := lc.StartAPIServer(context.WithoutCancel(ctx)); err != nil {
-			errs = append(errs, r.errorf("cluster %q: start the API server again: %w", victim.Name, err))
-		}
+		errs = append(errs, back(context.WithoutCancel(ctx)))
 	}
 	defer restart() // whatever happens, the worker comes back
 	errs = append(errs, r.chk.ClusterInactive(ctx, victim.Name, ""))
@@ -183,9 +210,9 @@ func WorkerOutage(ctx context.Context, env *Env, o OutageOptions) (OutageResult,
 		res.InFlight = append(res.InFlight, d)
 	}
 	restart()
-	back := *r.chk
-	back.Timeout = KueueReconnectBackoffMax + r.chk.Timeout
-	errs = append(errs, back.ClusterActive(ctx, victim.Name))
+	backChk := *r.chk
+	backChk.Timeout = KueueReconnectBackoffMax + r.chk.Timeout
+	errs = append(errs, backChk.ClusterActive(ctx, victim.Name))
 	evs, _ := env.Obs.History(observe.KindMultiKueueCluster, "", victim.Name)
 	for _, e := range evs {
 		switch {
@@ -196,7 +223,7 @@ func WorkerOutage(ctx context.Context, env *Env, o OutageOptions) (OutageResult,
 		}
 	}
 	for _, d := range res.InFlight {
-		errs = append(errs, judgeHold(d, victim.Name, res.Stopped, wlt, o.RedispatchBound))
+		errs = append(errs, judgeHold(r.name, d, victim.Name, res.Stopped, wlt, o.RedispatchBound))
 	}
 	errs = append(errs, r.judge(ctx, objs, append(append(r.placementChecks(), r.runChecks()...), r.outcomeCheck())...))
 	errs = append(errs, r.chk.QuotaRespected(ctx), r.chk.NoOrphans(ctx))
@@ -324,26 +351,26 @@ func stamp(t time.Time) string {
 }
 
 // judgeHold checks one in-flight Job's hold on the lost worker.
-func judgeHold(d Redispatch, lost string, stopped time.Time, wlt, bound time.Duration) error {
+func judgeHold(scenario string, d Redispatch, lost string, stopped time.Time, wlt, bound time.Duration) error {
 	if d.Placed.IsZero() || d.Released.IsZero() {
-		return fmt.Errorf("scenario WorkerOutage: %s: no placement on %q and release from it recorded (placed %s, released %s)", d.Job, lost, stamp(d.Placed), stamp(d.Released))
+		return fmt.Errorf("scenario %s: %s: no placement on %q and release from it recorded (placed %s, released %s)", scenario, d.Job, lost, stamp(d.Placed), stamp(d.Released))
 	}
 	var errs []error
 	holdEnd := d.Placed.Add(wlt)
 	if d.Released.Before(holdEnd.Add(-HoldTimestampPrecision - assert.DefaultSkew)) {
-		errs = append(errs, fmt.Errorf("scenario WorkerOutage: %s was released from the lost worker %q at %s, %s after its placement: before workerLostTimeout (%s)",
-			d.Job, lost, stamp(d.Released), d.Released.Sub(d.Placed).Round(time.Millisecond), wlt))
+		errs = append(errs, fmt.Errorf("scenario %s: %s was released from the lost worker %q at %s, %s after its placement: before workerLostTimeout (%s)",
+			scenario, d.Job, lost, stamp(d.Released), d.Released.Sub(d.Placed).Round(time.Millisecond), wlt))
 	}
 	latest := holdEnd
 	if stopped.After(latest) {
 		latest = stopped
 	}
 	if d.Released.After(latest.Add(bound)) {
-		errs = append(errs, fmt.Errorf("scenario WorkerOutage: %s was released from the lost worker %q at %s, %s after the hold ended at %s (bound %s)",
-			d.Job, lost, stamp(d.Released), d.Released.Sub(latest).Round(time.Millisecond), stamp(latest), bound))
+		errs = append(errs, fmt.Errorf("scenario %s: %s was released from the lost worker %q at %s, %s after the hold ended at %s (bound %s)",
+			scenario, d.Job, lost, stamp(d.Released), d.Released.Sub(latest).Round(time.Millisecond), stamp(latest), bound))
 	}
 	if d.Next == lost || d.Next == "" {
-		errs = append(errs, fmt.Errorf("scenario WorkerOutage: %s was not placed on another worker after leaving %q (next: %q)", d.Job, lost, d.Next))
+		errs = append(errs, fmt.Errorf("scenario %s: %s was not placed on another worker after leaving %q (next: %q)", scenario, d.Job, lost, d.Next))
 	}
 	return errors.Join(errs...)
 }

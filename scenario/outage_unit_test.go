@@ -25,7 +25,7 @@ func TestJudgeHold(t *testing.T) {
 		{"never released", Redispatch{Job: "Job default/a", Placed: placed}, "no placement on \"w1\" and release from it recorded"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := judgeHold(tc.d, "w1", stopped, wlt, bound)
+			err := judgeHold("WorkerOutage", tc.d, "w1", stopped, wlt, bound)
 			switch {
 			case tc.wantErr == "" && err != nil:
 				t.Errorf("unexpected error: %v", err)
@@ -37,7 +37,7 @@ func TestJudgeHold(t *testing.T) {
 	// A worker lost long after the placement: the hold is already over, the
 	// release may come right after the stop (and the bound counts from it).
 	late := Redispatch{Job: "Job default/b", Placed: placed, Released: placed.Add(62 * time.Second), Next: "w3"}
-	if err := judgeHold(late, "w1", placed.Add(60*time.Second), wlt, bound); err != nil {
+	if err := judgeHold("WorkerOutage", late, "w1", placed.Add(60*time.Second), wlt, bound); err != nil {
 		t.Errorf("late loss: %v", err)
 	}
 }
