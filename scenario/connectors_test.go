@@ -24,6 +24,7 @@ func connectors() []topology.Connector {
 // 1 manager + 2 worker topology once per connector, in CI, so that the
 // ClusterProfile path is held to the same body as the kubeconfig Secret.
 // Whole suites switch with MKTK_CONNECTOR instead (see connect.FromEnv).
+// Then it cuts one worker's connection with connect.Sever and restores it.
 func TestDispatchWithEachConnector(t *testing.T) {
 	for _, c := range connectors() {
 		t.Run(c.Name(), func(t *testing.T) {
@@ -48,6 +49,27 @@ func TestDispatchWithEachConnector(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Logf("6 Jobs dispatched, finished and cleaned up in %s", time.Since(start).Round(time.Millisecond))
+
+			// connect.Sever cuts this connector's connection (the Secret's
+			// kubeconfig or the ClusterProfile's access provider): Kueue
+			// marks the worker Inactive, and Active again once restored.
+			start = time.Now()
+			w := topo.Workers[0].Name
+			s, err := connect.Sever(ctx, topo.Manager, topo.Spec.Kueue.Namespace, w, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			inactive := env.Check.ClusterInactive(ctx, w, "")
+			if err := s.Restore(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if inactive != nil {
+				t.Fatalf("%s cut: %v", s.Source, inactive)
+			}
+			if err := env.Check.ClusterActive(ctx, w); err != nil {
+				t.Fatalf("%s restored: %v", s.Source, err)
+			}
+			t.Logf("%s cut and restored: Inactive and Active again in %s", s.Source, time.Since(start).Round(time.Millisecond))
 		})
 	}
 }

@@ -19,7 +19,8 @@
 // AllAtOnce, Incremental and External (the dispatchers), Quota (balanced,
 // under- and over-provisioned managers), WorkerOutage and ManagerRestart
 // (resilience; they need Cluster.Lifecycle and return a NeedsLifecycleError
-// without it, which the TB form turns into a skip), LoserCleanup (the
+// without it, which the TB form turns into a skip), Disconnect (a lost
+// worker on any provider: its connection cut, no Lifecycle), LoserCleanup (the
 // MultiKueueWaitForWorkloadAdmitted gate), ScaleFromZero,
 // WorkerOverProvisioned, Failover (HA) and Stress. Each takes its load as a
 // DispatchOptions (the Dispatch field of its options) and each function's

@@ -44,13 +44,23 @@ func TestWorkerOutage(t *testing.T) {
 	t.Logf("%d Jobs in %s; stopped %s at %s (Inactive %s later), restarted at %s (Active %s later)", len(res.Objects), time.Since(start).Round(time.Millisecond),
 		res.Worker, res.Stopped.Format("15:04:05.000"), res.Inactive.Sub(res.Stopped).Round(time.Millisecond),
 		res.Restarted.Format("15:04:05.000"), res.Active.Sub(res.Restarted).Round(time.Millisecond))
+	judgeLostWorker(t, env, res, err, nil)
+}
+
+// judgeLostWorker fails t on every failure of a lost-worker scenario
+// (WorkerOutage, Disconnect) but the known findings of the Kueue under
+// test, which it logs (see TestWorkerOutage). more, when set, tells another
+// known finding of one Job (its story, "" if none): every failure about
+// that Job is then logged as that finding.
+func judgeLostWorker(t *testing.T, env *scenario.Env, res scenario.OutageResult, err error, more func(client.Object) string) {
+	t.Helper()
 	for _, d := range res.InFlight {
-		t.Logf("  %s: placed on %s at %s, held %s after the stop (%s after placement), then placed on %s",
+		t.Logf("  %s: placed on %s at %s, held %s after the loss (%s after placement), then placed on %s",
 			d.Job, res.Worker, d.Placed.Format("15:04:05.000"), d.Held(res.Stopped).Round(time.Millisecond),
 			d.Released.Sub(d.Placed).Round(time.Millisecond), d.Next)
 	}
 	if len(res.InFlight) == 0 {
-		t.Error("no Job was in flight on the stopped worker")
+		t.Error("no Job was in flight on the lost worker")
 	}
 	known := knownOutageFindings(res.Worker)
 	errs := leaves(err)
@@ -63,7 +73,11 @@ func TestWorkerOutage(t *testing.T) {
 	stuck := stuckAfterEviction(errs, dispatchedInEviction)
 	staleWon := map[string]bool{}
 	for _, o := range res.Objects {
-		if p := staleCopyWon(env, o, res.Worker); p != "" {
+		p := staleCopyWon(env, o, res.Worker)
+		if p == "" && more != nil {
+			p = more(o)
+		}
+		if p != "" {
 			j := o.GetNamespace() + "/" + o.GetName()
 			staleWon[j] = true
 			t.Logf("Kueue %s finding (known): %s", env.Topo.Facts.Version, p)
@@ -72,7 +86,7 @@ func TestWorkerOutage(t *testing.T) {
 	wonJobs := slices.Sorted(maps.Keys(staleWon))
 	for _, e := range errs {
 		if job := mentionsJob(e, wonJobs); job != "" {
-			t.Logf("Kueue %s finding (known, the lost worker's copy won): %s: %v", env.Topo.Facts.Version, job, e)
+			t.Logf("Kueue %s finding (known, the lost worker's copy won or blocked the finish): %s: %v", env.Topo.Facts.Version, job, e)
 			continue
 		}
 		if f, ok := known(e); ok {
@@ -178,7 +192,7 @@ func knownOutageFindings(lost string) func(error) (*assert.Failure, bool) {
 // (#11472). Seen in both fresh-clone CI runs of 2026-11-30 (1 of 6 Jobs);
 // in the second the unselected worker admitted its copy and ran the Job.
 func stuckAfterEviction(errs []error, dispatchedInEviction []string) []string {
-	notPlaced := regexp.MustCompile(`^scenario WorkerOutage: Job (\S+) was not placed on another worker after leaving `)
+	notPlaced := regexp.MustCompile(`^scenario (?:WorkerOutage|Disconnect): Job (\S+) was not placed on another worker after leaving `)
 	var out []string
 	for _, e := range errs {
 		m := notPlaced.FindStringSubmatch(e.Error())

@@ -129,9 +129,10 @@ func Canonical(o CanonicalOptions) []Behaviour {
 			return err
 		}})
 	add(Behaviour{Name: "Disconnect", Kind: KindScenario, Setup: SetupResilient,
-		Doc: "a worker made unreachable without process control (its MultiKueueCluster pointed at an unreachable address)",
-		Run: func(context.Context, *scenario.Env) error {
-			return &InapplicableError{Why: "the Disconnect scenario is not built yet (issue 18, item 3); WorkerOutage covers a lost worker with process control"}
+		Doc: "a worker made unreachable without process control (the server in its kubeconfig Secret pointed at an unreachable address; the worker runs on): held, re-dispatched after workerLostTimeout, stale copies removed once restored",
+		Run: func(ctx context.Context, env *scenario.Env) error {
+			_, err := scenario.Disconnect(ctx, env, scenario.DisconnectOptions{Dispatch: scenario.DispatchOptions{NamePrefix: "mx-disconnect"}})
+			return err
 		}})
 
 	add(Behaviour{Name: "Failover", Kind: KindScenario, Setup: SetupHA,
