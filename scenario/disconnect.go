@@ -50,11 +50,12 @@ func Disconnect(ctx context.Context, env *Env, o DisconnectOptions) (OutageResul
 	if err != nil {
 		return OutageResult{}, err
 	}
-	if _, err := r.outageCandidates(o.Worker, "DisconnectOptions.Worker"); err != nil {
-		return OutageResult{}, err
+	ready := func() error {
+		_, err := r.outageCandidates(o.Worker, "DisconnectOptions.Worker")
+		return err
 	}
 	oo := OutageOptions{Worker: o.Worker, Dispatch: o.Dispatch, RedispatchBound: o.RedispatchBound}
-	return r.lose(ctx, oo, "DisconnectOptions", func(ctx context.Context, victim *topology.Cluster) (func(context.Context) error, error) {
+	return r.lose(ctx, oo, "DisconnectOptions", ready, func(ctx context.Context, victim *topology.Cluster) (func(context.Context) error, error) {
 		s, err := connect.Sever(ctx, env.Topo.Manager, env.Topo.Spec.Kueue.Namespace, victim.Name, o.Address)
 		if err != nil {
 			return nil, r.errorf("cut the connection to %q: %w", victim.Name, err)

@@ -35,6 +35,14 @@ func TestScenarioOptionsShareOneLoad(t *testing.T) {
 			_, err := scenario.WorkerOutage(ctx, env, scenario.OutageOptions{Dispatch: scenario.DispatchOptions{Kinds: kinds}})
 			return err
 		}, "OutageOptions.Dispatch.Kinds: WorkerOutage does not use it"},
+		{"Disconnect", func() error {
+			_, err := scenario.Disconnect(ctx, env, scenario.DisconnectOptions{Dispatch: scenario.DispatchOptions{Kinds: kinds}})
+			return err
+		}, "DisconnectOptions.Dispatch.Kinds: Disconnect does not use it"},
+		{"Disconnect Worker", func() error {
+			_, err := scenario.Disconnect(ctx, env, scenario.DisconnectOptions{Worker: "nope"})
+			return err
+		}, `DisconnectOptions.Worker: "nope" is not a worker of the topology`},
 		{"ScaleFromZero", func() error {
 			_, err := scenario.ScaleFromZero(ctx, env, scenario.ScaleFromZeroOptions{Dispatch: scenario.DispatchOptions{Jobs: -1}})
 			return err

@@ -109,16 +109,19 @@ func WorkerOutage(ctx context.Context, env *Env, o OutageOptions) (OutageResult,
 	if err != nil {
 		return OutageResult{}, err
 	}
-	candidates, err := r.outageCandidates(o.Worker, "OutageOptions.Worker")
-	if err != nil {
-		return OutageResult{}, err
-	}
-	for _, w := range candidates {
-		if _, err := r.lifecycle(w); err != nil {
-			return OutageResult{}, err
+	ready := func() error {
+		candidates, err := r.outageCandidates(o.Worker, "OutageOptions.Worker")
+		if err != nil {
+			return err
 		}
+		for _, w := range candidates {
+			if _, err := r.lifecycle(w); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
-	return r.lose(ctx, o, "OutageOptions", func(ctx context.Context, victim *topology.Cluster) (func(context.Context) error, error) {
+	return r.lose(ctx, o, "OutageOptions", ready, func(ctx context.Context, victim *topology.Cluster) (func(context.Context) error, error) {
 		lc, _ := r.lifecycle(victim)
 		if err := lc.StopAPIServer(ctx); err != nil {
 			return nil, r.errorf("cluster %q: stop the API server: %w", victim.Name, err)
@@ -148,13 +151,17 @@ func (r *run) outageCandidates(want, field string) ([]*topology.Cluster, error) 
 // lose runs a lost-worker scenario (WorkerOutage, Disconnect): the load,
 // the victim, cut (which loses the victim and returns how to bring it
 // back), the hold and re-dispatch of its in-flight Jobs, the return, and
-// every check. opts names the caller's options type in errors.
-func (r *run) lose(ctx context.Context, o OutageOptions, opts string, cut func(context.Context, *topology.Cluster) (func(context.Context) error, error)) (OutageResult, error) {
+// every check. opts names the caller's options type in errors; ready
+// checks the topology can run the scenario, after the options.
+func (r *run) lose(ctx context.Context, o OutageOptions, opts string, ready func() error, cut func(context.Context, *topology.Cluster) (func(context.Context) error, error)) (OutageResult, error) {
 	env := r.env
 	var res OutageResult
 	d := o.Dispatch
 	if err := d.use(r.name, opts+".Dispatch", DispatchOptions{Jobs: 2 * len(env.Topo.Workers), NamePrefix: "outage", Memory: "256Mi", RunFor: 10 * time.Second},
 		map[string]string{"Kinds": "it submits batch/Jobs only", "Fails": "its Jobs must succeed to be judged re-dispatched", "StartTimeout": "its waits are bounded by the Checker's Timeout"}); err != nil {
+		return res, err
+	}
+	if err := ready(); err != nil {
 		return res, err
 	}
 	if len(env.Topo.Workers) < 2 {
