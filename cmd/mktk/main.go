@@ -58,6 +58,7 @@ func assetsCmd(args []string, stdout, stderr io.Writer) int {
 	kueue := fs.String("kueue-version", "", "Kueue versions to build, comma-separated (default: $"+assets.EnvKueueVersion+", else "+assets.DefaultKueueVersion+"); \"none\" builds no Kueue")
 	kueueSrc := fs.String("kueue-source", "", "a Kueue checkout to build instead (default: $"+assets.EnvKueueSource+")")
 	envtest := fs.Bool("envtest", false, "build or locate only kube-apiserver and etcd, what envtest's "+assets.EnvAssets+" needs (no kube-controller-manager, kube-scheduler, KWOK or Kueue)")
+	node := fs.Bool("kind-node", false, "also build what the offline kind node image carries: kubelet, kubeadm, kubectl, kube-proxy, crictl, the CNI plugins and CoreDNS")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: mktk [flags] assets | mktk up [flags] | mktk scale [flags] | mktk matrix [flags]\n\nflags of assets:\n")
 		fs.PrintDefaults()
@@ -110,6 +111,12 @@ func assetsCmd(args []string, stdout, stderr io.Writer) int {
 			}
 		}
 	}
+	if *node {
+		if err := nodeAssets(ctx, o, stderr); err != nil {
+			fmt.Fprintln(stderr, "mktk:", err)
+			return 1
+		}
+	}
 	fmt.Fprintf(stderr, "mktk: kube-apiserver and etcd (%s) in:\n", b.Source)
 	fmt.Fprintln(stdout, filepath.Dir(b.APIServer))
 	return 0
@@ -118,4 +125,27 @@ func assetsCmd(args []string, stdout, stderr io.Writer) int {
 // signalContext ends on SIGINT or SIGTERM.
 func signalContext() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}
+
+// nodeAssets builds (or finds) what the offline kind node image carries.
+func nodeAssets(ctx context.Context, o assets.Options, stderr io.Writer) error {
+	nb, err := assets.EnsureNodeBinaries(ctx, o)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "mktk: kubelet %s, kubeadm %s, kubectl %s, kube-proxy %s\n", nb.Kubelet, nb.Kubeadm, nb.Kubectl, nb.KubeProxy)
+	specs := append([]assets.OperatorSpec{assets.CRICtl(), assets.CoreDNS()}, assets.CNIPlugins()...)
+	versions := map[string]string{"crictl": "v1.36.0", "coredns": "v1.14.2"}
+	for _, s := range specs {
+		v := versions[s.Name]
+		if v == "" {
+			v = "v1.9.0"
+		}
+		op, err := assets.EnsureOperator(ctx, o, s, v)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "mktk: %s %s (%s): %s\n", op.Name, op.Version, op.From, op.Path)
+	}
+	return nil
 }

@@ -159,6 +159,12 @@ func VersionLDFlags(kubeVersion string) (string, error) {
 // builds kube-apiserver and kube-controller-manager: k8s.io/kubernetes at the
 // version, every staging module replaced by its published v0.MINOR.PATCH.
 func prepareKubeModule(ctx context.Context, o Options, dir string) error {
+	return prepareKubeModuleFor(ctx, o, dir, "kube-apiserver, kube-controller-manager and kube-scheduler", APIServerPackage, ControllerManagerPackage, SchedulerPackage)
+}
+
+// prepareKubeModuleFor is prepareKubeModule for the main packages pkgs
+// (what names says in the progress output).
+func prepareKubeModuleFor(ctx context.Context, o Options, dir, names string, pkgs ...string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -182,10 +188,10 @@ func prepareKubeModule(ctx context.Context, o Options, dir string) error {
 	if err != nil {
 		return err
 	}
-	if err := writeModule(dir, gomod, APIServerPackage, ControllerManagerPackage, SchedulerPackage); err != nil {
+	if err := writeModule(dir, gomod, pkgs...); err != nil {
 		return err
 	}
-	step(o, "go mod tidy for kube-apiserver, kube-controller-manager and kube-scheduler")
+	step(o, "go mod tidy for %s", names)
 	_, err = goCmd(ctx, o, dir, "mod", "tidy")
 	return err
 }
