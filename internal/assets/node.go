@@ -107,13 +107,13 @@ func CRICtl() OperatorSpec {
 }
 
 // CNIPlugins are the reference CNI plugins a single-node kind cluster's pod
-// network needs (a bridge with host-local addresses, loopback, portmap),
+// network needs (ptp with host-local addresses, loopback, portmap: what kind's own base image carries),
 // each cached as cni-<name>; the node image installs them as
 // /opt/cni/bin/<name>.
 func CNIPlugins() []OperatorSpec {
 	const mod = "github.com/containernetworking/plugins"
 	var out []OperatorSpec
-	for _, p := range []string{"main/bridge", "main/loopback", "ipam/host-local", "meta/portmap"} {
+	for _, p := range []string{"main/ptp", "main/loopback", "ipam/host-local", "meta/portmap"} {
 		out = append(out, OperatorSpec{Name: "cni-" + filepath.Base(p), Module: mod, Package: mod + "/plugins/" + p})
 	}
 	return out

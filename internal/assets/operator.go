@@ -128,3 +128,24 @@ func EnsureOperator(ctx context.Context, opts Options, spec OperatorSpec, versio
 	op.From = "build"
 	return op, nil
 }
+
+// ModuleDir is the source directory of module at version in the module
+// cache, downloading it from the Go module proxy when missing.
+func ModuleDir(ctx context.Context, opts Options, module, version string) (string, error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return "", err
+	}
+	dir, err := moduleDir(ctx, o, module, version)
+	if err != nil {
+		return "", fmt.Errorf("%w: %s %s: %v", ErrNotFound, module, version, err)
+	}
+	return dir, nil
+}
+
+// CacheDir is where builds are kept, after the defaults ($MKTK_ASSETS_DIR,
+// else the user cache directory).
+func CacheDir(opts Options) (string, error) {
+	o, err := opts.withDefaults()
+	return o.CacheDir, err
+}
