@@ -8,6 +8,9 @@
 //	                               scale runs: per N, a smoke gate then the load; JSONL, plots, report.html
 //	mktk matrix --kueue v0.18.4,v0.19.2 --workers 2 --out DIR
 //	                               every scenario and finding probe per Kueue version: matrix.json, .md, .html
+//	mktk kind probe                can this Docker Engine run kind's node containers? (offline base image)
+//	mktk kind host enable|disable  register or remove the mktk-runc runtime shim kind needs on hosts
+//	                               whose capability bounding set is short
 //
 // assets builds kube-apiserver, etcd, kube-controller-manager, kube-scheduler,
 // the KWOK controller and Kueue from the Go module proxy (or finds them in
@@ -43,6 +46,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return scale(args[1:], stdout, stderr)
 		case "matrix":
 			return matrixCmd(args[1:], stdout, stderr)
+		case "kind":
+			return kindCmd(args[1:], stdout, stderr)
 		}
 	}
 	return assetsCmd(args, stdout, stderr)
