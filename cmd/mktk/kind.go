@@ -9,13 +9,16 @@ import (
 	"github.com/multikueue-testkit/testkit/topology/kind/nodeimage"
 )
 
-const kindUsage = `usage: mktk kind probe [--json] | mktk kind base | mktk kind host enable|disable [--config FILE]
+const kindUsage = `usage: mktk kind probe [--json] | mktk kind base | mktk kind node [--kubernetes-version V] | mktk kind host enable|disable [--config FILE]
 
   probe         can this Docker Engine run kind's node containers? Builds (or loads) the
                 offline base image, starts a node container as kind does, waits for systemd
                 and containerd, runs a container inside it; prints the report (Markdown, or
                 JSON with --json) and exits 0 when kind can run here, 1 when not
   base          build (or load from the cache) the offline kind base image; print its reference
+  node          build (or load) the offline kind node image: the base, kubelet, kubeadm, kubectl,
+                crictl, CNI, and kubeadm's images preloaded (every binary built from its Go
+                module on a cold cache: tens of minutes); print its reference
   host enable   register the mktk-runc shim as the engine's default runtime (as root: it edits
                 the daemon configuration, keeping the original, and reloads dockerd)
   host disable  restore the daemon configuration host enable kept
@@ -29,6 +32,7 @@ func kindCmd(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	asJSON := fs.Bool("json", false, "probe: print the report as JSON")
 	config := fs.String("config", nodeimage.DefaultDaemonConfig, "host: the Docker daemon's configuration file")
+	kube := fs.String("kubernetes-version", "", "node: the Kubernetes version (default: the local topology's)")
 	cache := fs.String("cache-dir", "", "where image archives and the shim are kept (default: the asset cache)")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), kindUsage)
@@ -82,6 +86,14 @@ func kindCmd(args []string, stdout, stderr io.Writer) int {
 		ref, err := nodeimage.EnsureBase(ctx, o)
 		if err != nil {
 			fmt.Fprintln(stderr, "mktk kind base:", err)
+			return 1
+		}
+		fmt.Fprintln(stdout, ref)
+		return 0
+	case verb == "node":
+		ref, err := nodeimage.EnsureNode(ctx, o, *kube)
+		if err != nil {
+			fmt.Fprintln(stderr, "mktk kind node:", err)
 			return 1
 		}
 		fmt.Fprintln(stdout, ref)

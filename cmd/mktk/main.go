@@ -30,6 +30,7 @@ import (
 	"syscall"
 
 	"github.com/multikueue-testkit/testkit/internal/assets"
+	"github.com/multikueue-testkit/testkit/topology/kind/nodeimage"
 	"github.com/multikueue-testkit/testkit/topology/local"
 )
 
@@ -140,11 +141,11 @@ func nodeAssets(ctx context.Context, o assets.Options, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stderr, "mktk: kubelet %s, kubeadm %s, kubectl %s, kube-proxy %s\n", nb.Kubelet, nb.Kubeadm, nb.Kubectl, nb.KubeProxy)
 	specs := append([]assets.OperatorSpec{assets.CRICtl(), assets.CoreDNS()}, assets.CNIPlugins()...)
-	versions := map[string]string{"crictl": "v1.36.0", "coredns": "v1.14.2"}
+	versions := map[string]string{"crictl": nodeimage.CRICtlVersion, "coredns": nodeimage.CoreDNSVersion}
 	for _, s := range specs {
 		v := versions[s.Name]
 		if v == "" {
-			v = "v1.9.0"
+			v = nodeimage.CNIPluginsVersion
 		}
 		op, err := assets.EnsureOperator(ctx, o, s, v)
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"sigs.k8s.io/kind/pkg/apis/config/v1alpha4"
 
 	"github.com/multikueue-testkit/testkit/topology"
+	"github.com/multikueue-testkit/testkit/topology/kind/nodeimage"
 )
 
 // WorkerTokenMaxExpiration is the kube-apiserver's
@@ -21,6 +22,14 @@ const workerTokenPatch = `kind: ClusterConfiguration
 apiServer:
   extraArgs:
     service-account-max-token-expiration: "` + WorkerTokenMaxExpiration + `"
+`
+
+// kubeletCgroupV1Patch lets kubelet start on a cgroup v1 host: from
+// Kubernetes 1.35 it refuses to unless its configuration says
+// failCgroupV1: false (the machines this was written on mount cgroup v1;
+// `mktk kind probe` says which a host has). On cgroup v2 it changes nothing.
+const kubeletCgroupV1Patch = `kind: KubeletConfiguration
+failCgroupV1: false
 `
 
 // ClusterConfig is the kind configuration (v1alpha4) of one cluster of the
@@ -42,8 +51,15 @@ func ClusterConfig(kindName, name string, role topology.Role, o Options) *v1alph
 			APIServerPort:    0,
 		},
 	}
+	cfg.KubeadmConfigPatches = append(cfg.KubeadmConfigPatches, kubeletCgroupV1Patch)
 	if role == topology.RoleWorker {
 		cfg.KubeadmConfigPatches = append(cfg.KubeadmConfigPatches, workerTokenPatch)
+	}
+	if nodeimage.IsOffline(o.NodeImage) {
+		// The offline image carries its own pod network (ptp, one node);
+		// kind's default CNI, kindnetd, is an image it would pull.
+		cfg.Networking.DisableDefaultCNI = true
+		cfg.Networking.PodSubnet = nodeimage.PodSubnet
 	}
 	if o.Configure != nil {
 		o.Configure(name, role, cfg)

@@ -110,12 +110,14 @@ func TestWorkerTokenExpiryIsKueueE2Es(t *testing.T) {
 	}
 	// No apiVersion: kind applies the patch to v1beta3 (1.35) and v1beta4
 	// (1.36+) kubeadm configurations alike.
-	var p clusterConfigPatch
-	if err := yaml.Unmarshal([]byte(w.KubeadmConfigPatches[0]), &p); err != nil {
-		t.Fatal(err)
-	}
-	if p.APIVersion != "" {
-		t.Errorf("patch names apiVersion %q; it would not apply to other kubeadm API versions", p.APIVersion)
+	for _, raw := range w.KubeadmConfigPatches {
+		var p clusterConfigPatch
+		if err := yaml.Unmarshal([]byte(raw), &p); err != nil {
+			t.Fatal(err)
+		}
+		if p.APIVersion != "" {
+			t.Errorf("%s patch names apiVersion %q; it would not apply to other kubeadm API versions", p.Kind, p.APIVersion)
+		}
 	}
 	m := ClusterConfig("mktk-manager", "manager", topology.RoleManager, o)
 	if _, ok := tokenExpiry(t, m.KubeadmConfigPatches); ok {
@@ -144,7 +146,7 @@ func TestClusterConfigShape(t *testing.T) {
 	// kind's defaulting keeps what we set and the YAML form round-trips.
 	def := cfg.DeepCopy()
 	v1alpha4.SetDefaultsCluster(def)
-	if def.Networking.APIServerAddress != "127.0.0.1" || len(def.KubeadmConfigPatches) != 1 || len(def.Nodes) != 1 {
+	if def.Networking.APIServerAddress != "127.0.0.1" || len(def.KubeadmConfigPatches) != 2 || len(def.Nodes) != 1 {
 		t.Errorf("after kind's defaults: %+v", def)
 	}
 	raw, err := yaml.Marshal(cfg)
@@ -160,6 +162,40 @@ func TestClusterConfigShape(t *testing.T) {
 	}
 	if !strings.Contains(string(raw), "apiVersion: kind.x-k8s.io/v1alpha4") {
 		t.Errorf("YAML:\n%s", raw)
+	}
+}
+
+// TestClusterConfigKubeletOnCgroupV1 checks every cluster's kubelet may
+// start on a cgroup v1 host (kubelet 1.35+ refuses unless told), and that
+// the offline node image gets its own pod network instead of kindnetd.
+func TestClusterConfigKubeletOnCgroupV1(t *testing.T) {
+	for _, image := range []string{"kindest/node:v1.35.8", "mktk.local/kind-node:v1.36.3-0123456789ab"} {
+		for _, role := range []topology.Role{topology.RoleManager, topology.RoleWorker} {
+			cfg := ClusterConfig("mktk-x", "x", role, Options{NodeImage: image})
+			found := false
+			for _, raw := range cfg.KubeadmConfigPatches {
+				var p struct {
+					Kind         string `json:"kind"`
+					FailCgroupV1 *bool  `json:"failCgroupV1"`
+				}
+				if err := yaml.Unmarshal([]byte(raw), &p); err != nil {
+					t.Fatal(err)
+				}
+				if p.Kind == "KubeletConfiguration" && p.FailCgroupV1 != nil && !*p.FailCgroupV1 {
+					found = true
+				}
+			}
+			if !found {
+				t.Errorf("%s %s: no KubeletConfiguration patch with failCgroupV1: false in %q", image, role, cfg.KubeadmConfigPatches)
+			}
+			offline := strings.HasPrefix(image, "mktk.local/")
+			if cfg.Networking.DisableDefaultCNI != offline {
+				t.Errorf("%s: DisableDefaultCNI = %v, want %v", image, cfg.Networking.DisableDefaultCNI, offline)
+			}
+			if offline && cfg.Networking.PodSubnet != "10.244.0.0/16" {
+				t.Errorf("%s: PodSubnet = %q, want the node image's 10.244.0.0/16", image, cfg.Networking.PodSubnet)
+			}
+		}
 	}
 }
 

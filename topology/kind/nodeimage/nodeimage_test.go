@@ -222,3 +222,59 @@ func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
 }
+
+func TestCRIBaseSpec(t *testing.T) {
+	raw := []byte(`{"ociVersion":"1.1.0","process":{"args":["sh"],"rlimits":[{"type":"RLIMIT_NOFILE","hard":1024,"soft":1024}]},"hooks":{"createContainer":[{"path":"/other"}]}}`)
+	out, err := criBaseSpec(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var spec struct {
+		Process map[string]any
+		Hooks   struct {
+			CreateContainer []struct{ Path string }
+		}
+	}
+	if err := json.Unmarshal(out, &spec); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := spec.Process["rlimits"]; ok {
+		t.Error("rlimits kept; kind's cri-base.json drops them")
+	}
+	if n := len(spec.Hooks.CreateContainer); n != 2 || spec.Hooks.CreateContainer[1].Path != "/kind/bin/mount-product-files.sh" || spec.Hooks.CreateContainer[0].Path != "/other" {
+		t.Errorf("hooks = %+v, want /other then kind's product-files hook", spec.Hooks.CreateContainer)
+	}
+	if _, err := criBaseSpec([]byte("not json")); err == nil {
+		t.Error("a broken spec passed")
+	}
+}
+
+func TestWithSandboxImage(t *testing.T) {
+	cfg := "[plugins.\"io.containerd.grpc.v1.cri\"]\n  # use fixed sandbox image\n  sandbox_image = \"registry.k8s.io/pause:3.10\"\n  other = 1"
+	got := withSandboxImage(cfg, "registry.k8s.io/pause:3.10.2")
+	if !strings.Contains(got, "  sandbox_image = \"registry.k8s.io/pause:3.10.2\"\n") || strings.Contains(got, "pause:3.10\"") || !strings.Contains(got, "other = 1") {
+		t.Errorf("config:\n%s", got)
+	}
+}
+
+func TestClosureScript(t *testing.T) {
+	b := binaries{kube: map[string]string{"kube-proxy": "/c/kube-proxy"}, kubeVer: "v1.36.3"}
+	var proxy component
+	for _, c := range b.components() {
+		if strings.Contains(c.image, "kube-proxy") {
+			proxy = c
+		}
+	}
+	if proxy.image != "registry.k8s.io/kube-proxy:v1.36.3" {
+		t.Fatalf("kube-proxy component = %+v", proxy)
+	}
+	s := closureScript(proxy)
+	for _, want := range []string{"cp /in/bin /out/usr/local/bin/kube-proxy", "cp -aL --parents /usr/sbin/xtables-nft-multi /out/", "ln -sf xtables-nft-multi /out/usr/sbin/iptables-restore", "ldd", "tar -C /out -cf - ."} {
+		if !strings.Contains(s, want) {
+			t.Errorf("script lacks %q:\n%s", want, s)
+		}
+	}
+	if !IsOffline(nodeRef("v1.36.3", "0123456789ab")) || IsOffline("kindest/node:v1.35.8") {
+		t.Error("IsOffline does not tell the offline image from kind's")
+	}
+}
