@@ -218,13 +218,3 @@ func TestClusterConfigCustomize(t *testing.T) {
 		t.Errorf("Configure's changes lost: %+v", cfg)
 	}
 }
-
-func TestDefaultNodeImageIsThe135LinePinnedByDigest(t *testing.T) {
-	repoTag, digest, ok := strings.Cut(DefaultNodeImage, "@sha256:")
-	if !ok || len(digest) != 64 {
-		t.Fatalf("DefaultNodeImage %q is not pinned by a sha256 digest", DefaultNodeImage)
-	}
-	if !strings.HasPrefix(repoTag, "kindest/node:v1.35.") {
-		t.Errorf("DefaultNodeImage %q is not on the Kubernetes 1.35 line", DefaultNodeImage)
-	}
-}

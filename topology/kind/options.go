@@ -13,13 +13,6 @@ import (
 	"github.com/multikueue-testkit/testkit/topology/install"
 )
 
-// DefaultNodeImage is the kind node image of every cluster unless
-// Options.NodeImage says otherwise: Kubernetes 1.35, the line the testkit's
-// client libraries (k8s.io/* v0.35) and the local topology's kube-apiserver
-// (v1.35.4) are on, pinned by digest as kind v0.33.0's release notes publish
-// it. kind v0.33.0's own default is a 1.37 image.
-const DefaultNodeImage = "kindest/node:v1.35.8@sha256:07b2536e30b803ed61d1677a79df6115f798ce64c80f9e22f6ed45afd09323c0"
-
 // Defaults of Options.
 const (
 	DefaultNamePrefix   = "mktk-"
@@ -36,7 +29,7 @@ const (
 
 // Options say how the kind clusters are made. The zero value works: one kind
 // cluster per topology cluster, named DefaultNamePrefix + its name, on
-// DefaultNodeImage, created three at a time and deleted on Close.
+// a node image built offline, created three at a time and deleted on Close.
 type Options struct {
 	// NamePrefix is prepended to each topology cluster name to make the kind
 	// cluster name ("mktk-" + "worker-1"): kind cluster names are global to
@@ -44,7 +37,10 @@ type Options struct {
 	// container, "<prefix><name>-control-plane", must be a valid host name:
 	// the manager reaches workers by it.
 	NamePrefix string
-	// NodeImage is the kind node image; default DefaultNodeImage.
+	// NodeImage is the kind node image. Empty (the default): one built
+	// here, offline, for the local topology's Kubernetes version
+	// (nodeimage.EnsureNode, cached; docker only). A kindest/node image
+	// works too where it can be pulled or is present.
 	NodeImage string
 	// Runtime is the container runtime kind drives: RuntimeDocker,
 	// RuntimePodman or RuntimeNerdctl. Default: $KIND_EXPERIMENTAL_PROVIDER
@@ -89,9 +85,6 @@ func runtimes() []string { return []string{RuntimeDocker, RuntimePodman, Runtime
 func (o Options) withDefaults() (Options, error) {
 	if o.NamePrefix == "" {
 		o.NamePrefix = DefaultNamePrefix
-	}
-	if o.NodeImage == "" {
-		o.NodeImage = DefaultNodeImage
 	}
 	if strings.TrimSpace(o.NodeImage) != o.NodeImage || strings.ContainsAny(o.NodeImage, " \t\n") {
 		return o, fmt.Errorf("kind: Options.NodeImage: %q contains white space", o.NodeImage)

@@ -16,7 +16,7 @@ func TestOptionsDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.NamePrefix != DefaultNamePrefix || o.NodeImage != DefaultNodeImage || o.Parallel != DefaultParallel ||
+	if o.NamePrefix != DefaultNamePrefix || o.NodeImage != "" || o.Parallel != DefaultParallel ||
 		o.WaitForReady != DefaultWaitForReady || o.InstallTimeout != install.DefaultTimeout || o.Keep {
 		t.Errorf("defaults: %+v", o)
 	}

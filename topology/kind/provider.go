@@ -189,6 +189,9 @@ func (p *Provider) Provision(ctx context.Context, spec topology.Spec) (*topology
 	}
 	p.mu.Unlock()
 
+	if err := p.prepareOffline(ctx, kueueRef, jobSetRef, progress); err != nil {
+		return nil, nil, err
+	}
 	if err := p.createOrReuse(ctx, members, progress); err != nil {
 		return nil, nil, err
 	}

@@ -34,7 +34,7 @@ func TestFailedProvisionDeletesWhatItStartedAndLeavesNoTempDir(t *testing.T) {
 	}
 
 	var progress bytes.Buffer
-	topo, err := New(context.Background(), topology.Options{Workers: 2, Progress: &progress}, Options{})
+	topo, err := New(context.Background(), topology.Options{Workers: 2, Progress: &progress}, fakeOptions())
 	if err == nil {
 		topo.Close(context.Background())
 		t.Fatal("New succeeded against a daemon that cannot run kind")
@@ -88,7 +88,7 @@ func TestReusedClusterIsNeverDeleted(t *testing.T) {
 	log := fakeDocker(t, "has-manager")
 	t.Setenv("TMPDIR", t.TempDir())
 	var progress bytes.Buffer
-	_, err := New(context.Background(), topology.Options{Workers: 1, Progress: &progress}, Options{})
+	_, err := New(context.Background(), topology.Options{Workers: 1, Progress: &progress}, fakeOptions())
 	if err == nil {
 		t.Fatal("New succeeded against a daemon that cannot run kind")
 	}
@@ -110,4 +110,10 @@ func TestReusedClusterIsNeverDeleted(t *testing.T) {
 	if !deletedWorker {
 		t.Error("the worker this provider began to create was not deleted")
 	}
+}
+
+// fakeOptions name a node image and load none, so that a provider over the
+// stand-in docker builds nothing offline (prepareOffline) before kind runs.
+func fakeOptions() Options {
+	return Options{NodeImage: "kindest/node:v1.35.8", SkipImageLoad: true}
 }

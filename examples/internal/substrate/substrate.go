@@ -26,8 +26,9 @@ const EnvProvider = "MKTK_PROVIDER"
 
 // Prepare finds or builds the local topology's binaries (Kubernetes, Kueue
 // and the operators of integrations) before any test timeout runs: the
-// examples call it from TestMain, before m.Run. It does nothing when the
-// examples run on kind or on the clusters MKTK_KUBECONFIGS names.
+// examples call it from TestMain, before m.Run. With MKTK_PROVIDER=kind it
+// builds the offline kind images instead (kind.Prepare); on the clusters
+// MKTK_KUBECONFIGS names it does nothing.
 //
 // go test kills a test binary that runs longer than its -timeout plus a
 // minute, TestMain included. So Prepare builds for as long as the binary has
@@ -41,30 +42,41 @@ func Prepare(ctx context.Context, integrations ...string) error {
 	if _, attach, err := existing.FromEnv(); err != nil || attach {
 		return err
 	}
-	if p := strings.TrimSpace(os.Getenv(EnvProvider)); p != "" && p != "local" {
+	build := func(ctx context.Context) error { return local.EnsureBinaries(ctx, local.Options{}, integrations...) }
+	what, first := "the local topology's binaries", "go run github.com/multikueue-testkit/testkit/cmd/mktk assets"
+	switch p := strings.TrimSpace(os.Getenv(EnvProvider)); p {
+	case "", "local":
+		if local.EnsureBinaries(ctx, local.Options{Assets: local.AssetOptions{NoBuild: true}}, integrations...) == nil {
+			return nil // all cached
+		}
+	case "kind":
+		ko, err := kind.OptionsFromEnv(os.Getenv)
+		if err != nil {
+			return err
+		}
+		build = func(ctx context.Context) error { return kind.Prepare(ctx, ko, os.Stderr, integrations...) }
+		what, first = "the offline kind images and their binaries", "go run github.com/multikueue-testkit/testkit/cmd/mktk kind node"
+	default:
 		return nil
-	}
-	if local.EnsureBinaries(ctx, local.Options{Assets: local.AssetOptions{NoBuild: true}}, integrations...) == nil {
-		return nil // all cached
 	}
 	t := testTimeout()
 	if t <= 0 {
-		return local.EnsureBinaries(ctx, local.Options{}, integrations...)
+		return build(ctx)
 	}
 	budget := t + time.Minute - TestReserve
 	if budget <= 0 {
-		return fmt.Errorf("the local topology's binaries are not built yet and -timeout %s leaves no time to build them; build them first: `go run github.com/multikueue-testkit/testkit/cmd/mktk assets`", t)
+		return fmt.Errorf("%s are not built yet and -timeout %s leaves no time to build them; build them first: `%s`", what, t, first)
 	}
 	bctx, cancel := context.WithDeadline(ctx, start.Add(budget))
 	defer cancel()
-	fmt.Fprintf(os.Stderr, "examples: building the local topology's binaries that are missing, for at most %s (this test binary's -timeout %s plus go test's minute, less %s for the tests)\n",
-		budget.Round(time.Second), t, TestReserve)
-	err := local.EnsureBinaries(bctx, local.Options{}, integrations...)
+	fmt.Fprintf(os.Stderr, "examples: building %s that are missing, for at most %s (this test binary's -timeout %s plus go test's minute, less %s for the tests)\n",
+		what, budget.Round(time.Second), t, TestReserve)
+	err := build(bctx)
 	if err != nil && bctx.Err() != nil && ctx.Err() == nil {
-		return fmt.Errorf("the local topology's binaries were not all built within %s, what this test binary has (-timeout %s): "+
+		return fmt.Errorf("%s were not all built within %s, what this test binary has (-timeout %s): "+
 			"what was compiled stays in Go's build cache, so running the tests again goes on from there; "+
-			"or build first with no time limit, `go run github.com/multikueue-testkit/testkit/cmd/mktk assets`, or give go test -timeout 40m (%v)",
-			budget.Round(time.Second), t, err)
+			"or build first with no time limit, `%s`, or give go test -timeout 40m (%v)",
+			what, budget.Round(time.Second), t, first, err)
 	}
 	return err
 }

@@ -26,7 +26,7 @@ func basePackages() []string {
 		"containerd", "runc",
 		"conntrack", "iptables", "nftables", "iproute2", "ethtool", "util-linux", "mount", "kmod",
 		"libseccomp2", "pigz", "fuse-overlayfs", "socat", "ebtables",
-		"bash", "ca-certificates", "procps",
+		"bash", "ca-certificates", "procps", "jq", // jq: kind's mount-product-files.sh hook reads the bundle with it
 	}
 }
 
@@ -192,6 +192,9 @@ func applyKindFiles(ctx context.Context, files, root string) error {
 			os.RemoveAll(m)
 		}
 	}
+	if err := snapshotterFromVar(filepath.Join(root, "usr/local/bin/entrypoint")); err != nil {
+		return err
+	}
 	if err := appendFile(filepath.Join(root, "etc/systemd/journald.conf"), "ReadKMsg=no\n"); err != nil {
 		return err
 	}
@@ -219,6 +222,30 @@ func applyKindFiles(ctx context.Context, files, root string) error {
 		}
 	}
 	return nil
+}
+
+// entrypointFSCheck is the line of kind's entrypoint that picks
+// containerd's snapshotter from the file system of /kind, the container's
+// root.
+const entrypointFSCheck = `container_filesystem="$(stat -f -c %T /kind)"`
+
+// snapshotterFromVar makes kind's entrypoint pick the snapshotter from the
+// file system containerd's snapshots live on, /var (kind mounts a volume
+// there), instead of the container's root: on an engine whose storage
+// driver is fuse-overlayfs (this machine's) the root is FUSE, so kind picks
+// the fuse-overlayfs snapshotter, which needs a plugin process the image
+// does not have, while /var is a plain disk where overlayfs works (the
+// probe runs a container on it).
+func snapshotterFromVar(entrypoint string) error {
+	raw, err := os.ReadFile(entrypoint)
+	if err != nil {
+		return fmt.Errorf("nodeimage: kind's entrypoint: %w", err)
+	}
+	if !strings.Contains(string(raw), entrypointFSCheck) {
+		return fmt.Errorf("nodeimage: kind %s's entrypoint has no %s line to point at /var; the snapshotter choice changed upstream", KindVersion, entrypointFSCheck)
+	}
+	fixed := strings.Replace(string(raw), entrypointFSCheck, `container_filesystem="$(stat -f -c %T /var/lib/containerd 2>/dev/null || stat -f -c %T /kind)"`, 1)
+	return os.WriteFile(entrypoint, []byte(fixed), 0o755)
 }
 
 func appendFile(path, s string) error {

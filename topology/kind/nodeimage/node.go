@@ -64,7 +64,7 @@ func cniConfig() string {
 
 // nodeBuildVersion changes when the way the node image is put together
 // does, so an image built the old way is not reused.
-const nodeBuildVersion = "1"
+const nodeBuildVersion = "2"
 
 // binaries are the host files the node image is made of.
 type binaries struct {
@@ -188,6 +188,9 @@ type component struct {
 	// too (with the libraries they load); links are symlinks to add.
 	extra []string
 	links map[string]string
+	// user runs the image's process (empty: root); labels go on the image.
+	user   string
+	labels map[string]string
 }
 
 func (b binaries) components() []component {
@@ -252,6 +255,17 @@ func importComponent(ctx context.Context, o Options, base string, c component) e
 	args := []string{"import", "--change", "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
 	if c.entrypoint != "" {
 		args = append(args, "--change", fmt.Sprintf("ENTRYPOINT [%q]", c.entrypoint))
+	}
+	if c.user != "" {
+		args = append(args, "--change", "USER "+c.user)
+	}
+	keys := make([]string, 0, len(c.labels))
+	for k := range c.labels {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		args = append(args, "--change", fmt.Sprintf("LABEL %s=%s", k, c.labels[k]))
 	}
 	_, err := d.run(ctx, pr, append(args, "-", c.image)...)
 	pr.Close()
@@ -371,7 +385,7 @@ func buildNode(ctx context.Context, o Options, base string, b binaries, ref stri
 		"/kind/version":                       b.kubeVer + "\n",
 		"/etc/cni/net.d/10-mktk-ptp.conflist": cniConfig(),
 		"/etc/containerd/cri-base.json":       string(criBase),
-		"/etc/containerd/config.toml":         withSandboxImage(cfg, "registry.k8s.io/pause:"+PauseVersion),
+		"/etc/containerd/config.toml":         containerdConfig(cfg, "registry.k8s.io/pause:"+PauseVersion),
 	}
 	for path, content := range files {
 		if _, err := d.run(ctx, strings.NewReader(content), "exec", "-i", name, "sh", "-c", "cat > "+path); err != nil {
@@ -398,8 +412,8 @@ func preload(ctx context.Context, o Options, name string, comps []component) err
 	if _, err := d.run(ctx, nil, "exec", "--detach", name, "sh", "-c", "containerd >/tmp/containerd.log 2>&1"); err != nil {
 		return fmt.Errorf("nodeimage: start containerd in the build container: %w", err)
 	}
-	err := poll.UntilEvery(ctx, time.Minute, 300*time.Millisecond, "containerd in the build container to answer `ctr info`", func(ctx context.Context) error {
-		_, err := d.run(ctx, nil, "exec", name, "sh", "-c", "test -S /run/containerd/containerd.sock && ctr info >/dev/null")
+	err := poll.UntilEvery(ctx, time.Minute, 300*time.Millisecond, "containerd in the build container to answer `ctr version`", func(ctx context.Context) error {
+		_, err := d.run(ctx, nil, "exec", name, "sh", "-c", "test -S /run/containerd/containerd.sock && ctr version >/dev/null")
 		return err
 	})
 	if err != nil {
@@ -446,14 +460,22 @@ func criBaseSpec(raw []byte) ([]byte, error) {
 	return json.MarshalIndent(spec, "", "  ")
 }
 
-// withSandboxImage sets the CRI plugin's sandbox_image in a containerd
-// configuration.
-func withSandboxImage(cfg, image string) string {
-	lines := strings.Split(cfg, "\n")
+// containerdConfig is kind's containerd configuration with the sandbox
+// image this node image carries and restrict_oom_score_adj on: kubelet
+// gives control-plane pods an oom_score_adj of -998, and lowering one needs
+// CAP_SYS_RESOURCE, which a host short of it (this machine's) cannot give
+// the node, so runc's init dies ("failed to update /proc/self/oom_score_adj:
+// Permission denied") and no pod starts. Restricted, containerd raises such
+// values to its own, as rootless kind does.
+func containerdConfig(cfg, sandboxImage string) string {
+	lines := strings.Split(strings.TrimRight(cfg, "\n"), "\n")
 	for i, l := range lines {
-		if strings.HasPrefix(strings.TrimSpace(l), "sandbox_image") {
-			indent := l[:len(l)-len(strings.TrimLeft(l, " \t"))]
-			lines[i] = indent + fmt.Sprintf("sandbox_image = %q", image)
+		indent := l[:len(l)-len(strings.TrimLeft(l, " \t"))]
+		switch key, _, _ := strings.Cut(strings.TrimSpace(l), "="); strings.TrimSpace(key) {
+		case "sandbox_image":
+			lines[i] = indent + fmt.Sprintf("sandbox_image = %q", sandboxImage)
+		case "restrict_oom_score_adj":
+			lines[i] = indent + "restrict_oom_score_adj = true"
 		}
 	}
 	return strings.Join(lines, "\n") + "\n"

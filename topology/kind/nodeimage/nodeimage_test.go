@@ -249,11 +249,16 @@ func TestCRIBaseSpec(t *testing.T) {
 	}
 }
 
-func TestWithSandboxImage(t *testing.T) {
-	cfg := "[plugins.\"io.containerd.grpc.v1.cri\"]\n  # use fixed sandbox image\n  sandbox_image = \"registry.k8s.io/pause:3.10\"\n  other = 1"
-	got := withSandboxImage(cfg, "registry.k8s.io/pause:3.10.2")
-	if !strings.Contains(got, "  sandbox_image = \"registry.k8s.io/pause:3.10.2\"\n") || strings.Contains(got, "pause:3.10\"") || !strings.Contains(got, "other = 1") {
-		t.Errorf("config:\n%s", got)
+func TestContainerdConfig(t *testing.T) {
+	cfg := "[plugins.\"io.containerd.grpc.v1.cri\"]\n  # use fixed sandbox image\n  sandbox_image = \"registry.k8s.io/pause:3.10\"\n  # restrict_oom_score_adj needs to be true when running inside UserNS (rootless)\n  restrict_oom_score_adj = false\n  other = 1\n"
+	got := containerdConfig(cfg, "registry.k8s.io/pause:3.10.2")
+	for _, want := range []string{"  sandbox_image = \"registry.k8s.io/pause:3.10.2\"\n", "  restrict_oom_score_adj = true\n", "other = 1", "# restrict_oom_score_adj needs"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("config lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "pause:3.10\"") || strings.Contains(got, "= false") {
+		t.Errorf("old values left:\n%s", got)
 	}
 }
 

@@ -1,0 +1,89 @@
+package nodeimage
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+)
+
+// sourceLabel is the image label that holds the digest of the binary an
+// image was made from, so an unchanged binary is not imported again and an
+// image this package did not make is never replaced.
+const sourceLabel = "io.x-k8s.mktk.source"
+
+// NonRootUser is the user the controller images run as: distroless's
+// nonroot, what the Kueue and JobSet images use (their charts set
+// runAsNonRoot).
+const NonRootUser = "65532:65532"
+
+// EnsureControllerImage makes ref (for example the
+// registry.k8s.io/kueue/kueue:v0.19.2 the Kueue chart deploys) from one
+// controller binary: /manager, as the Kueue and JobSet charts run it, with
+// the shared libraries it loads, run as NonRootUser. An image of that
+// name that this package did not make is left alone (an error says so);
+// one made from the same binary is kept.
+func EnsureControllerImage(ctx context.Context, o Options, ref, binary string) error {
+	o, err := o.withDefaults()
+	if err != nil {
+		return err
+	}
+	sum, err := fileDigest(binary)
+	if err != nil {
+		return fmt.Errorf("nodeimage: image %s: %w", ref, err)
+	}
+	d := o.docker()
+	if d.imageID(ctx, ref) != "" {
+		label, _ := d.run(ctx, nil, "image", "inspect", "--format", "{{index .Config.Labels \""+sourceLabel+"\"}}", ref)
+		switch label {
+		case sum:
+			return nil
+		case "", "<no value>":
+			return fmt.Errorf("nodeimage: image %s exists and was not made by the testkit; remove it or use it as it is", ref)
+		}
+	}
+	base, err := EnsureBase(ctx, o)
+	if err != nil {
+		return err
+	}
+	o.logf("image %s from %s", ref, binary)
+	return importComponent(ctx, o, base, component{image: ref, binary: binary, dest: "/manager", entrypoint: "/manager",
+		user: NonRootUser, labels: map[string]string{sourceLabel: sum}})
+}
+
+// EnsureJobImage tags the busybox image (EnsureBusybox) as ref, the image
+// the workload builders' pods name (topology.DefaultJobImage), unless an
+// image of that name exists already.
+func EnsureJobImage(ctx context.Context, o Options, ref string) error {
+	o, err := o.withDefaults()
+	if err != nil {
+		return err
+	}
+	d := o.docker()
+	if d.imageID(ctx, ref) != "" {
+		return nil
+	}
+	bb, err := EnsureBusybox(ctx, o)
+	if err != nil {
+		return err
+	}
+	if _, err := d.run(ctx, nil, "tag", bb, ref); err != nil {
+		return fmt.Errorf("nodeimage: job image %s: %w", ref, err)
+	}
+	return nil
+}
+
+func fileDigest(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16], nil
+}
