@@ -1,6 +1,7 @@
 // Package kind runs a topology on kind clusters (sigs.k8s.io/kind v0.33.0,
-// its Go API): one kind cluster per topology cluster, on a Kubernetes 1.35
-// node image pinned by digest, with Kueue (and the JobSet controller when
+// its Go API): one kind cluster per topology cluster, on a node image built
+// here offline (package nodeimage: Kubernetes v1.36.3 from its modules, no
+// registry needed) unless Options.NodeImage names one, with Kueue (and the JobSet controller when
 // that integration is on) installed by topology/install, then wired with
 // MultiKueue exactly as topology/existing wires clusters you already have:
 // the same assertions, the same Close semantics, Kueue's configuration read
@@ -12,7 +13,9 @@
 //
 // Needs a container runtime kind can drive (docker, podman or nerdctl) with
 // its daemon reachable; Detect says whether there is one and, if not, what
-// was looked for. The bundled examples run here with
+// was looked for; `mktk kind probe` says whether that engine can run kind's
+// node containers (on a host whose capability bounding set is short, only
+// with the mktk-runc shim: `mktk kind host enable`). The bundled examples run here with
 // MKTK_PROVIDER=kind go test ./examples/...
 //
 // What it does, in order:
@@ -28,7 +31,12 @@
 //     (https://<kind name>-control-plane:6443 on the runtime's "kind"
 //     network) for the manager's Kueue (Cluster.ManagerServer), which the
 //     connectors write into the credentials they give Kueue.
-//  3. Images: the Kueue and JobSet controller images the charts deploy and
+//  3. Images: with docker, whatever of the following the engine lacks is
+//     built first (Prepare does it before any test timeout): the node
+//     image, the Kueue and JobSet controller images from the same
+//     module-built binaries the local topology runs, and the job image
+//     (busybox from Debian's busybox-static). Then the Kueue and JobSet
+//     controller images the charts deploy and
 //     the job image of the workload builders (topology.DefaultJobImage), plus
 //     Options.ExtraImages, are saved from the local runtime and loaded into
 //     the nodes (kind's nodeutils.LoadImageArchive) when present locally;

@@ -54,7 +54,15 @@ func (p *Provider) prepareOffline(ctx context.Context, kueueRef, jobSetRef strin
 			if err != nil {
 				return fmt.Errorf("kind: the Kueue image %s: %w", kueueRef, err)
 			}
-			if err := nodeimage.EnsureControllerImage(ctx, no, kueueRef, bin.Path); err != nil {
+			// The testkit's Kueue build reads its visibility and metrics
+			// certificates from directories relative to its working
+			// directory (assets.KueuePatches, for the local topology); in the
+			// image they lead where the chart mounts them.
+			links := map[string]string{
+				"/" + assets.KueueVisibilityCertDir: "/visibility",
+				"/" + assets.KueueMetricsCertDir:    "/etc/kueue/metrics/certs",
+			}
+			if err := nodeimage.EnsureControllerImage(ctx, no, kueueRef, bin.Path, links); err != nil {
 				return fmt.Errorf("kind: %w", err)
 			}
 		}
@@ -65,7 +73,7 @@ func (p *Provider) prepareOffline(ctx context.Context, kueueRef, jobSetRef strin
 			if err != nil {
 				return fmt.Errorf("kind: the JobSet image %s: %w", jobSetRef, err)
 			}
-			if err := nodeimage.EnsureControllerImage(ctx, no, jobSetRef, op.Path); err != nil {
+			if err := nodeimage.EnsureControllerImage(ctx, no, jobSetRef, op.Path, nil); err != nil {
 				return fmt.Errorf("kind: %w", err)
 			}
 		}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sort"
+	"strings"
 )
 
 // sourceLabel is the image label that holds the digest of the binary an
@@ -22,10 +24,12 @@ const NonRootUser = "65532:65532"
 // EnsureControllerImage makes ref (for example the
 // registry.k8s.io/kueue/kueue:v0.19.2 the Kueue chart deploys) from one
 // controller binary: /manager, as the Kueue and JobSet charts run it, with
-// the shared libraries it loads, run as NonRootUser. An image of that
+// the shared libraries it loads, run as NonRootUser, with links (path in
+// the image → target: for a binary that reads a directory relative to its
+// working directory, "/"). An image of that
 // name that this package did not make is left alone (an error says so);
 // one made from the same binary is kept.
-func EnsureControllerImage(ctx context.Context, o Options, ref, binary string) error {
+func EnsureControllerImage(ctx context.Context, o Options, ref, binary string, links map[string]string) error {
 	o, err := o.withDefaults()
 	if err != nil {
 		return err
@@ -33,6 +37,15 @@ func EnsureControllerImage(ctx context.Context, o Options, ref, binary string) e
 	sum, err := fileDigest(binary)
 	if err != nil {
 		return fmt.Errorf("nodeimage: image %s: %w", ref, err)
+	}
+	if len(links) > 0 {
+		keys := make([]string, 0, len(links))
+		for k := range links {
+			keys = append(keys, k+"="+links[k])
+		}
+		sort.Strings(keys)
+		h := sha256.Sum256([]byte(sum + "\n" + strings.Join(keys, "\n")))
+		sum = hex.EncodeToString(h[:])[:16]
 	}
 	d := o.docker()
 	if d.imageID(ctx, ref) != "" {
@@ -50,7 +63,7 @@ func EnsureControllerImage(ctx context.Context, o Options, ref, binary string) e
 	}
 	o.logf("image %s from %s", ref, binary)
 	return importComponent(ctx, o, base, component{image: ref, binary: binary, dest: "/manager", entrypoint: "/manager",
-		user: NonRootUser, labels: map[string]string{sourceLabel: sum}})
+		user: NonRootUser, labels: map[string]string{sourceLabel: sum}, links: links})
 }
 
 // EnsureJobImage tags the busybox image (EnsureBusybox) as ref, the image
