@@ -3,6 +3,7 @@ package kind_test
 import (
 	"context"
 	"os"
+	"os/exec"
 	"slices"
 	"testing"
 	"time"
@@ -40,6 +41,7 @@ func requireKind(t *testing.T) kind.Runtime {
 func TestKindEndToEnd(t *testing.T) {
 	rt := requireKind(t)
 	ctx := context.Background()
+	networkBefore := exec.Command(rt.CLI, "network", "inspect", "kind").Run() == nil
 	start := time.Now()
 	topo, err := kind.New(ctx, topology.Options{Workers: 2, Progress: testlog.Writer(t)}, kind.Options{NamePrefix: "mktk-e2e-"})
 	if err != nil {
@@ -100,5 +102,8 @@ func TestKindEndToEnd(t *testing.T) {
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("temp dir %s still there after Close: %v", dir, err)
+	}
+	if !networkBefore && exec.Command(rt.CLI, "network", "inspect", "kind").Run() == nil {
+		t.Error(`the "kind" network kind created for these clusters is still there after Close`)
 	}
 }

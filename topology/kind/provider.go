@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -42,6 +43,9 @@ type Provider struct {
 	created   []string          // kind clusters this provider created (or began to)
 	reused    []string          // kind clusters that existed before
 	images    []ImageLoad
+	// network is kind's container network when it did not exist before
+	// Provision: Close removes it once no container uses it.
+	network string
 }
 
 // DefaultConnector is connect.Default (topology.ConnectorDefaulter).
@@ -191,6 +195,11 @@ func (p *Provider) Provision(ctx context.Context, spec topology.Spec) (*topology
 
 	if err := p.prepareOffline(ctx, kueueRef, jobSetRef, progress); err != nil {
 		return nil, nil, err
+	}
+	if net := kindNetwork(); exec.CommandContext(ctx, p.rt.CLI, "network", "inspect", net).Run() != nil {
+		p.mu.Lock()
+		p.network = net
+		p.mu.Unlock()
 	}
 	if err := p.createOrReuse(ctx, members, progress); err != nil {
 		return nil, nil, err
@@ -446,7 +455,7 @@ func (p *Provider) Close(context.Context) error {
 		return nil
 	}
 	p.closed = true
-	created, dir, progress := slices.Clone(p.created), p.dir, p.progress
+	created, dir, progress, network := slices.Clone(p.created), p.dir, p.progress, p.network
 	p.mu.Unlock()
 	if progress == nil {
 		progress = io.Discard
@@ -474,6 +483,9 @@ func (p *Provider) Close(context.Context) error {
 			})
 		}
 		_ = g.Wait()
+		if network != "" && len(created) > 0 {
+			p.removeNetwork(network, progress)
+		}
 	}
 	if dir != "" {
 		if err := os.RemoveAll(dir); err != nil {
@@ -481,4 +493,28 @@ func (p *Provider) Close(context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// kindNetwork is the container network kind puts its nodes on: "kind", or
+// what KIND_EXPERIMENTAL_DOCKER_NETWORK says, as kind reads it.
+func kindNetwork() string {
+	if n := os.Getenv("KIND_EXPERIMENTAL_DOCKER_NETWORK"); n != "" {
+		return n
+	}
+	return "kind"
+}
+
+// removeNetwork removes kind's network, which kind creates and never
+// deletes, when this provider's Provision saw it created and no container
+// is on it any more.
+func (p *Provider) removeNetwork(network string, progress io.Writer) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, p.rt.CLI, "network", "inspect", "--format", "{{len .Containers}}", network).Output()
+	if err != nil || strings.TrimSpace(string(out)) != "0" {
+		return
+	}
+	if err := exec.CommandContext(ctx, p.rt.CLI, "network", "rm", network).Run(); err == nil {
+		fmt.Fprintf(progress, "kind: removed network %q (created by kind for these clusters)\n", network)
+	}
 }

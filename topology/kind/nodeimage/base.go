@@ -30,21 +30,9 @@ func basePackages() []string {
 	}
 }
 
-// BaseRef is the base image's reference for these options: its tag is a
-// digest of everything that goes into it (suite, packages, kind's base
-// files), so a change builds a new one and an unchanged one is reused.
-func BaseRef(ctx context.Context, o Options) (string, error) {
-	o, err := o.withDefaults()
-	if err != nil {
-		return "", err
-	}
-	files, err := kindBaseFiles(ctx, o)
-	if err != nil {
-		return "", err
-	}
-	return baseRef(o, files)
-}
-
+// baseRef is the base image's reference: its tag is a digest of
+// everything that goes into it (suite, packages, kind's base files), so a
+// change builds a new one and an unchanged one is reused.
 func baseRef(o Options, files string) (string, error) {
 	h := sha256.New()
 	fmt.Fprintf(h, "suite=%s\npackages=%s\nkind=%s\n", o.Suite, strings.Join(basePackages(), ","), KindVersion)
