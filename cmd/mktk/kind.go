@@ -19,6 +19,8 @@ const kindUsage = `usage: mktk kind probe [--json] | mktk kind base | mktk kind 
   node          build (or load) the offline kind node image: the base, kubelet, kubeadm, kubectl,
                 crictl, CNI, and kubeadm's images preloaded (every binary built from its Go
                 module on a cold cache: tens of minutes); print its reference
+  clean         remove from the engine the images the testkit made (the archives in the
+                cache stay: the next run loads them)
   host enable   register the mktk-runc shim as the engine's default runtime (as root: it edits
                 the daemon configuration, keeping the original, and reloads dockerd)
   host disable  restore the daemon configuration host enable kept
@@ -97,6 +99,16 @@ func kindCmd(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		fmt.Fprintln(stdout, ref)
+		return 0
+	case verb == "clean":
+		removed, err := nodeimage.RemoveImages(ctx, o)
+		for _, r := range removed {
+			fmt.Fprintln(stdout, "removed", r)
+		}
+		if err != nil {
+			fmt.Fprintln(stderr, "mktk kind clean:", err)
+			return 1
+		}
 		return 0
 	case verb == "host" && sub == "enable":
 		if err := nodeimage.EnableShim(ctx, o, *config); err != nil {

@@ -84,8 +84,13 @@ func EnableShim(ctx context.Context, o Options, config string) error {
 	return reload(ctx, o, func(e Engine) bool { return e.DefaultRuntime == ShimRuntime })
 }
 
-// DisableShim restores the daemon configuration EnableShim kept and reloads
-// dockerd; without a kept copy it removes the shim's keys.
+// DisableShim restores the daemon configuration EnableShim kept (without a
+// kept copy it removes the shim's keys) and reloads dockerd. dockerd's
+// reload applies only the keys a file sets, so the restored file alone
+// would leave the shim the default: it first reloads a copy that names the
+// original default runtime (runc when it named none), waits for it, then
+// writes the original back. The shim stays registered in the running
+// daemon (not its default) until dockerd restarts.
 func DisableShim(ctx context.Context, o Options, config string) error {
 	o, err := o.withDefaults()
 	if err != nil {
@@ -97,8 +102,41 @@ func DisableShim(ctx context.Context, o Options, config string) error {
 	if err := restoreConfig(config); err != nil {
 		return err
 	}
-	o.logf("%s restored; reloading dockerd", config)
-	return reload(ctx, o, func(e Engine) bool { return e.DefaultRuntime != ShimRuntime })
+	orig, err := os.ReadFile(config)
+	if err != nil {
+		return fmt.Errorf("nodeimage: %s: %w", config, err)
+	}
+	transient, def, err := withDefaultRuntime(orig)
+	if err != nil {
+		return fmt.Errorf("nodeimage: %s: %w", config, err)
+	}
+	if err := os.WriteFile(config, transient, 0o644); err != nil {
+		return fmt.Errorf("nodeimage: %s: %w", config, err)
+	}
+	o.logf("%s restored; reloading dockerd with default runtime %s", config, def)
+	err = reload(ctx, o, func(e Engine) bool { return e.DefaultRuntime == def })
+	if werr := os.WriteFile(config, orig, 0o644); werr != nil && err == nil {
+		err = fmt.Errorf("nodeimage: %s: %w", config, werr)
+	}
+	return err
+}
+
+// withDefaultRuntime is raw with "default-runtime" set to what it names,
+// else "runc", and that runtime's name.
+func withDefaultRuntime(raw []byte) ([]byte, string, error) {
+	cfg := map[string]any{}
+	if len(bytes.TrimSpace(raw)) > 0 {
+		if err := json.Unmarshal(raw, &cfg); err != nil {
+			return nil, "", err
+		}
+	}
+	def, _ := cfg["default-runtime"].(string)
+	if def == "" || def == ShimRuntime {
+		def = "runc"
+	}
+	cfg["default-runtime"] = def
+	out, err := json.MarshalIndent(cfg, "", "  ")
+	return out, def, err
 }
 
 // writeShimConfig keeps config as it is (once: a second enable keeps the

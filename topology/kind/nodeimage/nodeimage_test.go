@@ -111,6 +111,22 @@ func TestKeptConfigIsRestoredByteForByte(t *testing.T) {
 	}
 }
 
+// The transient configuration DisableShim reloads names a default runtime,
+// since dockerd's reload keeps the old default when the key is absent.
+func TestWithDefaultRuntime(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{`{"mtu": 1400}`, "runc"},
+		{`{"default-runtime": "crun", "runtimes": {"crun": {"path": "/usr/bin/crun"}}}`, "crun"},
+		{`{"default-runtime": "mktk-runc"}`, "runc"},
+		{``, "runc"},
+	} {
+		out, def, err := withDefaultRuntime([]byte(tc.in))
+		if err != nil || def != tc.want || !strings.Contains(string(out), `"default-runtime": "`+tc.want+`"`) {
+			t.Errorf("%q: %s, %q, %v; want default %q", tc.in, out, def, err, tc.want)
+		}
+	}
+}
+
 func TestBusyboxLayer(t *testing.T) {
 	layer, err := busyboxLayer([]byte("binary"))
 	if err != nil {
