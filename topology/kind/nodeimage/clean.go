@@ -40,8 +40,7 @@ func RemoveImages(ctx context.Context, o Options) ([]string, error) {
 	for _, img := range all {
 		mine := ours[img.id]
 		if !mine {
-			label, _ := d.run(ctx, nil, "image", "inspect", "--format", "{{index .Config.Labels \""+sourceLabel+"\"}}", img.ref)
-			mine = label != "" && label != "<no value>"
+			mine = d.label(ctx, img.ref, sourceLabel) != ""
 		}
 		if !mine || slices.Contains(removed, img.ref) {
 			continue

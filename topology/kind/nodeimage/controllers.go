@@ -49,11 +49,10 @@ func EnsureControllerImage(ctx context.Context, o Options, ref, binary string, l
 	}
 	d := o.docker()
 	if d.imageID(ctx, ref) != "" {
-		label, _ := d.run(ctx, nil, "image", "inspect", "--format", "{{index .Config.Labels \""+sourceLabel+"\"}}", ref)
-		switch label {
+		switch d.label(ctx, ref, sourceLabel) {
 		case sum:
 			return nil
-		case "", "<no value>":
+		case "":
 			return fmt.Errorf("nodeimage: image %s exists and was not made by the testkit; remove it or use it as it is", ref)
 		}
 	}
@@ -88,15 +87,25 @@ func EnsureJobImage(ctx context.Context, o Options, ref string) error {
 	return nil
 }
 
+// fileDigest is the first 16 hex digits of the file's SHA-256.
 func fileDigest(path string) (string, error) {
-	f, err := os.Open(path)
+	sum, err := fileSHA256(path)
 	if err != nil {
 		return "", err
+	}
+	return hex.EncodeToString(sum)[:16], nil
+}
+
+// fileSHA256 is the SHA-256 of the file's contents.
+func fileSHA256(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
 	}
 	defer f.Close()
 	h := sha256.New()
 	if _, err := io.Copy(h, f); err != nil {
-		return "", err
+		return nil, err
 	}
-	return hex.EncodeToString(h.Sum(nil))[:16], nil
+	return h.Sum(nil), nil
 }

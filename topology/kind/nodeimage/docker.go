@@ -49,6 +49,16 @@ func (d docker) imageID(ctx context.Context, ref string) string {
 	return id
 }
 
+// label is the value of an image's label, "" when the image or the label
+// is absent.
+func (d docker) label(ctx context.Context, ref, key string) string {
+	v, err := d.run(ctx, nil, "image", "inspect", "--format", "{{index .Config.Labels \""+key+"\"}}", ref)
+	if err != nil || v == "<no value>" {
+		return ""
+	}
+	return v
+}
+
 // short is a command line for an error: long arguments cut.
 func short(args []string) string {
 	out := make([]string, len(args))

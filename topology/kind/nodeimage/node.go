@@ -163,17 +163,11 @@ func (b binaries) key(base string) (string, error) {
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		f, err := os.Open(files[n])
+		sum, err := fileSHA256(files[n])
 		if err != nil {
 			return "", fmt.Errorf("nodeimage: %s: %w", n, err)
 		}
-		fh := sha256.New()
-		_, err = io.Copy(fh, f)
-		f.Close()
-		if err != nil {
-			return "", err
-		}
-		fmt.Fprintf(h, "%s %x\n", n, fh.Sum(nil))
+		fmt.Fprintf(h, "%s %x\n", n, sum)
 	}
 	return hex.EncodeToString(h.Sum(nil))[:12], nil
 }
