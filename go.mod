@@ -7,8 +7,12 @@ require (
 	github.com/go-jose/go-jose/v4 v4.1.4
 	github.com/go-logr/logr v1.4.3
 	github.com/google/go-cmp v0.7.0
+	github.com/kubeflow/mpi-operator v0.8.2
+	github.com/kubeflow/trainer/v2 v2.2.1
+	github.com/kubeflow/training-operator v1.9.3
 	github.com/onsi/ginkgo/v2 v2.32.0
 	github.com/onsi/gomega v1.42.1
+	github.com/project-codeflare/appwrapper v1.2.2
 	github.com/ray-project/kuberay/ray-operator v1.6.2
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.2
 	github.com/stretchr/testify v1.11.1
@@ -29,6 +33,7 @@ require (
 	sigs.k8s.io/jobset v0.12.0
 	sigs.k8s.io/kind v0.33.0
 	sigs.k8s.io/kueue v0.19.2
+	sigs.k8s.io/lws v0.9.0
 	sigs.k8s.io/yaml v1.6.0
 )
 
@@ -122,10 +127,7 @@ require (
 	github.com/jmoiron/sqlx v1.4.0 // indirect
 	github.com/json-iterator/go v1.1.12 // indirect
 	github.com/klauspost/compress v1.18.4 // indirect
-	github.com/kubeflow/mpi-operator v0.8.2 // indirect
 	github.com/kubeflow/spark-operator/v2 v2.5.1 // indirect
-	github.com/kubeflow/trainer/v2 v2.2.1 // indirect
-	github.com/kubeflow/training-operator v1.9.3 // indirect
 	github.com/kylelemons/godebug v1.1.0 // indirect
 	github.com/lann/builder v0.0.0-20180802200727-47ae307949d0 // indirect
 	github.com/lann/ps v0.0.0-20150810152359-62de8c46ede0 // indirect
@@ -150,7 +152,6 @@ require (
 	github.com/peterbourgon/diskv v2.0.1+incompatible // indirect
 	github.com/pkg/errors v0.9.1 // indirect
 	github.com/pmezard/go-difflib v1.0.1-0.20181226105442-5d4384ee4fb2 // indirect
-	github.com/project-codeflare/appwrapper v1.2.2 // indirect
 	github.com/prometheus/client_golang v1.23.2 // indirect
 	github.com/prometheus/client_model v0.6.2 // indirect
 	github.com/prometheus/common v0.70.0 // indirect
@@ -234,7 +235,6 @@ require (
 	sigs.k8s.io/json v0.0.0-20250730193827-2d320260d730 // indirect
 	sigs.k8s.io/kustomize/api v0.21.1 // indirect
 	sigs.k8s.io/kustomize/kyaml v0.21.1 // indirect
-	sigs.k8s.io/lws v0.9.0 // indirect
 	sigs.k8s.io/randfill v1.0.0 // indirect
 	sigs.k8s.io/scheduler-plugins v0.34.7 // indirect
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.2 // indirect

@@ -21,20 +21,20 @@ func jobResource(integration string) (group, res string, ok bool) {
 		return "ray.io", "rayjobs", true
 	case topology.IntegrationRayCluster:
 		return "ray.io", "rayclusters", true
-	case "ray.io/rayservice":
+	case topology.IntegrationRayService:
 		return "ray.io", "rayservices", true
-	case "kubeflow.org/mpijob", "kubeflow.org/pytorchjob", "kubeflow.org/tfjob",
-		"kubeflow.org/xgboostjob", "kubeflow.org/paddlejob", "kubeflow.org/jaxjob":
+	case topology.IntegrationMPIJob, topology.IntegrationPyTorchJob, topology.IntegrationTFJob,
+		topology.IntegrationXGBoostJob, topology.IntegrationPaddleJob, topology.IntegrationJAXJob:
 		return "kubeflow.org", strings.TrimPrefix(integration, "kubeflow.org/") + "s", true
-	case "trainer.kubeflow.org/trainjob":
+	case topology.IntegrationTrainJob:
 		return "trainer.kubeflow.org", "trainjobs", true
-	case "workload.codeflare.dev/appwrapper":
+	case topology.IntegrationAppWrapper:
 		return "workload.codeflare.dev", "appwrappers", true
-	case "pod":
+	case topology.IntegrationPod:
 		return "", "pods", true
-	case "statefulset":
+	case topology.IntegrationStatefulSet:
 		return "apps", "statefulsets", true
-	case "leaderworkerset.x-k8s.io/leaderworkerset":
+	case topology.IntegrationLeaderWorkerSet:
 		return "leaderworkerset.x-k8s.io", "leaderworkersets", true
 	}
 	return "", "", false

@@ -115,10 +115,10 @@ func (t *Topology) assumeFacts(ctx context.Context, given Options, reason string
 // CRD of each is "<kind>s.<group>".
 func crdIntegrations() []string {
 	return []string{
-		IntegrationJobSet, IntegrationRayJob, IntegrationRayCluster, "ray.io/rayservice",
-		"kubeflow.org/mpijob", "kubeflow.org/pytorchjob", "kubeflow.org/tfjob", "kubeflow.org/xgboostjob",
-		"kubeflow.org/paddlejob", "kubeflow.org/jaxjob", "trainer.kubeflow.org/trainjob",
-		"workload.codeflare.dev/appwrapper", "leaderworkerset.x-k8s.io/leaderworkerset",
+		IntegrationJobSet, IntegrationRayJob, IntegrationRayCluster, IntegrationRayService,
+		IntegrationMPIJob, IntegrationPyTorchJob, IntegrationTFJob, IntegrationXGBoostJob,
+		IntegrationPaddleJob, IntegrationJAXJob, IntegrationTrainJob,
+		IntegrationAppWrapper, IntegrationLeaderWorkerSet,
 	}
 }
 

@@ -104,12 +104,28 @@ const (
 	DispatcherIncremental = "kueue.x-k8s.io/multikueue-dispatcher-incremental"
 )
 
-// Integration names.
+// Integration names: Kueue's framework names of the job kinds MultiKueue
+// dispatches (TestIntegrationNamesAreKueues checks them against Kueue's).
+// The local topology runs the controllers of batch/Job, JobSet, RayJob and
+// RayCluster; the others' builders are in package workload.
 const (
-	IntegrationBatchJob   = "batch/job"
-	IntegrationJobSet     = "jobset.x-k8s.io/jobset"
-	IntegrationRayJob     = "ray.io/rayjob"
-	IntegrationRayCluster = "ray.io/raycluster"
+	IntegrationBatchJob        = "batch/job"
+	IntegrationJobSet          = "jobset.x-k8s.io/jobset"
+	IntegrationRayJob          = "ray.io/rayjob"
+	IntegrationRayCluster      = "ray.io/raycluster"
+	IntegrationRayService      = "ray.io/rayservice"
+	IntegrationMPIJob          = "kubeflow.org/mpijob"
+	IntegrationPyTorchJob      = "kubeflow.org/pytorchjob"
+	IntegrationTFJob           = "kubeflow.org/tfjob"
+	IntegrationXGBoostJob      = "kubeflow.org/xgboostjob"
+	IntegrationPaddleJob       = "kubeflow.org/paddlejob"
+	IntegrationJAXJob          = "kubeflow.org/jaxjob"
+	IntegrationTrainJob        = "trainer.kubeflow.org/trainjob"
+	IntegrationAppWrapper      = "workload.codeflare.dev/appwrapper"
+	IntegrationPod             = "pod"
+	IntegrationDeployment      = "deployment"
+	IntegrationStatefulSet     = "statefulset"
+	IntegrationLeaderWorkerSet = "leaderworkerset.x-k8s.io/leaderworkerset"
 )
 
 // Spec is Options with every default applied and every quantity parsed. A

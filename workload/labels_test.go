@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"sigs.k8s.io/kueue/pkg/controller/constants"
+	podconstants "sigs.k8s.io/kueue/pkg/controller/jobs/pod/constants"
 )
 
 // TestLabelsAreKueues: the label keys spelled out in job.go are the ones
@@ -11,6 +12,8 @@ import (
 func TestLabelsAreKueues(t *testing.T) {
 	for _, tc := range []struct{ ours, kueues string }{
 		{QueueLabel, constants.QueueLabel},
+		{PodGroupNameLabel, podconstants.GroupNameLabel},
+		{PodGroupTotalCountAnnotation, podconstants.GroupTotalCountAnnotation},
 		{PriorityClassLabel, constants.WorkloadPriorityClassLabel},
 	} {
 		if tc.ours != tc.kueues {

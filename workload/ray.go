@@ -272,3 +272,59 @@ func (b *RayClusterBuilder) Obj() *rayv1.RayCluster {
 	rc.Spec.Suspend = ptr.To(true)
 	return rc
 }
+
+// RayServiceBuilder builds a RayService (ray.io/v1) whose Ray cluster, one
+// head and one worker, is created suspended (spec.rayClusterConfig.suspend)
+// as Kueue expects; Kueue's webhook sets managedBy on the manager. It needs
+// the topology's RayService integration (topology.IntegrationRayService).
+// Like a RayCluster it has no run duration or outcome: it serves until it
+// is deleted. Its serve config is empty (no Serve application), so the
+// KubeRay operator only keeps the cluster up.
+type RayServiceBuilder struct {
+	rs      rayv1.RayService
+	cluster rayCluster
+}
+
+// NewRayService starts a RayService.
+func NewRayService(name, namespace string) *RayServiceBuilder {
+	return &RayServiceBuilder{
+		rs: rayv1.RayService{
+			TypeMeta:   metav1.TypeMeta{APIVersion: rayv1.GroupVersion.String(), Kind: "RayService"},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: map[string]string{}, Annotations: map[string]string{}},
+		},
+		cluster: newRayCluster(),
+	}
+}
+
+// Queue sets the LocalQueue.
+func (b *RayServiceBuilder) Queue(q string) *RayServiceBuilder { b.rs.Labels[QueueLabel] = q; return b }
+
+// Requests sets the CPU and memory requests of the head's and each worker's
+// container (quantities; "" skips one). It panics on a quantity that does
+// not parse.
+func (b *RayServiceBuilder) Requests(cpu, memory string) *RayServiceBuilder {
+	b.cluster.requests(cpu, memory)
+	return b
+}
+
+// WorkerReplicas sets the number of Ray worker pods (default 1). It panics
+// on a negative number.
+func (b *RayServiceBuilder) WorkerReplicas(n int32) *RayServiceBuilder {
+	b.cluster.workers(n)
+	return b
+}
+
+// Image sets the Ray image of the head and worker pods (default
+// DefaultRayImage).
+func (b *RayServiceBuilder) Image(image string) *RayServiceBuilder { b.cluster.image = image; return b }
+
+// Label sets a label on the RayService.
+func (b *RayServiceBuilder) Label(k, v string) *RayServiceBuilder { b.rs.Labels[k] = v; return b }
+
+// Obj returns a copy of the RayService built so far, its cluster suspended.
+func (b *RayServiceBuilder) Obj() *rayv1.RayService {
+	rs := b.rs.DeepCopy()
+	rs.Spec.RayClusterSpec = *b.cluster.built()
+	rs.Spec.RayClusterSpec.Suspend = ptr.To(true)
+	return rs
+}

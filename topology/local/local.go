@@ -333,6 +333,9 @@ func (p *Provider) Provision(ctx context.Context, spec topology.Spec) (*topology
 	if err := p.opts.HA.validate(); err != nil {
 		return nil, nil, err
 	}
+	if err := runnableIntegrations(spec.Kueue.Integrations); err != nil {
+		return nil, nil, err
+	}
 	kb, err := p.prepareBinaryKueue(ctx, root, spec, needs)
 	if err != nil {
 		return nil, nil, err
@@ -528,6 +531,21 @@ const (
 	jobSetCRD     = "jobsets.jobset.x-k8s.io"
 	rayClusterCRD = "rayclusters.ray.io"
 )
+
+// runnableIntegrations refuses an integration whose controller the local
+// topology does not run: Kueue would wait for a CRD no one installs and the
+// jobs would never run.
+func runnableIntegrations(integrations []string) error {
+	for i, in := range integrations {
+		switch in {
+		case topology.IntegrationBatchJob, topology.IntegrationJobSet, topology.IntegrationRayJob, topology.IntegrationRayCluster:
+		default:
+			return fmt.Errorf("local: topology.Options.Kueue.Integrations[%d]: %q: the local topology runs the controllers of %s, %s, %s and %s only; run other kinds on existing clusters whose operators are installed",
+				i, in, topology.IntegrationBatchJob, topology.IntegrationJobSet, topology.IntegrationRayJob, topology.IntegrationRayCluster)
+		}
+	}
+	return nil
+}
 
 // isRayIntegration reports whether a Kueue integration is one of KubeRay's
 // kinds.
