@@ -23,22 +23,51 @@ import (
 // Bad input never panics: the setter leaves the object as it was and records
 // an error naming the builder, the object and the field; Err returns them.
 type core struct {
-	kind, name  string
+	badInput
 	labels      map[string]string
 	annotations map[string]string
 	requests    corev1.ResourceList
 	image       string
 	run         run
-	errs        []error
 }
 
 func newCore(kind, name string) core {
-	return core{kind: kind, name: name, labels: map[string]string{}, annotations: map[string]string{}, image: DefaultImage, run: newRun()}
+	return core{badInput: badInput{kind: kind, name: name}, labels: map[string]string{}, annotations: map[string]string{}, image: DefaultImage, run: newRun()}
+}
+
+// badInput is the bad input a builder was given: every setter that gets
+// some leaves the object as it was and records an error naming the kind,
+// the object and the field.
+type badInput struct {
+	kind, name string
+	errs       []error
 }
 
 // fail records bad input for field.
-func (c *core) fail(field string, format string, args ...any) {
-	c.errs = append(c.errs, fmt.Errorf("workload: %s %q: %s: %s", c.kind, c.name, field, fmt.Sprintf(format, args...)))
+func (b *badInput) fail(field string, format string, args ...any) {
+	b.errs = append(b.errs, fmt.Errorf("workload: %s %q: %s: %s", b.kind, b.name, field, fmt.Sprintf(format, args...)))
+}
+
+func (b *badInput) err() error { return errors.Join(b.errs...) }
+
+// setRequests parses the quantities into *dst, or records why not.
+func (b *badInput) setRequests(dst *corev1.ResourceList, cpu, memory string) {
+	req, err := parseRequests(cpu, memory)
+	if err != nil {
+		b.fail("Requests", "%v", err)
+		return
+	}
+	*dst = req
+}
+
+// runFor records d in r, or why not.
+func (b *badInput) runFor(r *run, d time.Duration) bool {
+	if d < 0 {
+		b.fail("RunFor", "%s: the run duration must not be negative", d)
+		return false
+	}
+	r.duration = d
+	return true
 }
 
 func (c *core) setQueue(q string)                 { c.labels[QueueLabel] = q }
@@ -46,14 +75,7 @@ func (c *core) setWorkloadPriorityClass(n string) { c.labels[PriorityClassLabel]
 func (c *core) setLabel(k, v string)              { c.labels[k] = v }
 func (c *core) setAnnotation(k, v string)         { c.annotations[k] = v }
 
-func (c *core) setRequests(cpu, memory string) {
-	req, err := parseRequests(cpu, memory)
-	if err != nil {
-		c.fail("Requests", "%v", err)
-		return
-	}
-	c.requests = req
-}
+func (c *core) setRequests(cpu, memory string) { c.badInput.setRequests(&c.requests, cpu, memory) }
 
 func (c *core) setImage(image string) {
 	if image == "" {
@@ -64,11 +86,9 @@ func (c *core) setImage(image string) {
 }
 
 func (c *core) setRunFor(d time.Duration) {
-	if d < 0 {
-		c.fail("RunFor", "%s: the run duration must not be negative", d)
+	if !c.runFor(&c.run, d) {
 		return
 	}
-	c.run.duration = d
 	c.annotations[topology.AnnotationRunDuration] = d.String()
 }
 
@@ -76,8 +96,6 @@ func (c *core) setFails() {
 	c.run.fails = true
 	c.annotations[topology.AnnotationOutcome] = topology.OutcomeFailed
 }
-
-func (c *core) err() error { return errors.Join(c.errs...) }
 
 // count checks a replica count for field: at least min.
 func (c *core) count(field string, n, min int32) bool {

@@ -86,14 +86,14 @@ func TestRunForDurationsAsSleepSeconds(t *testing.T) {
 	}
 }
 
-func TestRunForNegativePanicsNamingTheDuration(t *testing.T) {
-	defer func() {
-		r := recover()
-		if r == nil || !containsAll(r.(string), "RunFor(-1s)", "negative") {
-			t.Errorf("recovered %v, want a panic naming RunFor(-1s)", r)
-		}
-	}()
-	workload.NewJob("j", "ns").RunFor(-time.Second)
+func TestRunForNegativeIsAnErrorNamingTheField(t *testing.T) {
+	b := workload.NewJob("j", "ns").RunFor(time.Second).RunFor(-time.Second)
+	if err := b.Err(); err == nil || !containsAll(err.Error(), `Job "j"`, "RunFor", "-1s", "negative") {
+		t.Errorf("Err() = %v, want an error naming the Job, RunFor and -1s", err)
+	}
+	if got := b.Obj().Annotations[topology.AnnotationRunDuration]; got != "1s" {
+		t.Errorf("after a bad RunFor the annotation is %q, want the last good 1s", got)
+	}
 }
 
 func TestJobQueueRequestsLabels(t *testing.T) {

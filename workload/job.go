@@ -4,8 +4,6 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
@@ -33,7 +31,11 @@ const (
 // template, whose container (DefaultImage unless Image is called) sleeps for
 // the run duration and exits 0, or 1 with Fails. The pod never restarts and
 // backoffLimit is 0, so a real Job controller fails the Job on that exit.
+//
+// Bad input (a quantity that does not parse, a negative duration) never
+// panics: it is left out of the Job and reported by Err.
 type JobBuilder struct {
+	badInput
 	job batchv1.Job
 	run run
 }
@@ -42,6 +44,7 @@ type JobBuilder struct {
 // that runs for DefaultRunDuration and succeeds.
 func NewJob(name, namespace string) *JobBuilder {
 	return &JobBuilder{
+		badInput: badInput{kind: "Job", name: name},
 		job: batchv1.Job{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: map[string]string{}, Annotations: map[string]string{}},
@@ -54,24 +57,17 @@ func NewJob(name, namespace string) *JobBuilder {
 // Queue sets the LocalQueue.
 func (b *JobBuilder) Queue(q string) *JobBuilder { b.job.Labels[QueueLabel] = q; return b }
 
-// Requests sets the container's CPU and memory requests (quantities; "" skips one).
-// It panics on a quantity that does not parse, as resource.MustParse does.
+// Requests sets the container's CPU and memory requests (quantities; ""
+// skips one). A quantity that does not parse, or a negative one, is reported
+// by Err and leaves the requests as they were.
 func (b *JobBuilder) Requests(cpu, memory string) *JobBuilder {
-	b.job.Spec.Template.Spec.Containers[0].Resources.Requests = requests(cpu, memory)
+	b.setRequests(&b.job.Spec.Template.Spec.Containers[0].Resources.Requests, cpu, memory)
 	return b
 }
 
-// requests builds a ResourceList from CPU and memory quantities.
-func requests(cpu, memory string) corev1.ResourceList {
-	req := corev1.ResourceList{}
-	if cpu != "" {
-		req[corev1.ResourceCPU] = resource.MustParse(cpu)
-	}
-	if memory != "" {
-		req[corev1.ResourceMemory] = resource.MustParse(memory)
-	}
-	return req
-}
+// Err returns the bad input the builder was given, each error naming the
+// Job and the field, or nil; Obj builds the Job without it.
+func (b *JobBuilder) Err() error { return b.err() }
 
 // Parallelism sets spec.parallelism.
 func (b *JobBuilder) Parallelism(n int32) *JobBuilder { b.job.Spec.Parallelism = ptr.To(n); return b }
@@ -92,10 +88,12 @@ func (b *JobBuilder) WorkloadPriorityClass(name string) *JobBuilder {
 }
 
 // RunFor sets how long the Job runs: on the local topology's KWOK Nodes (the
-// annotation on the pod template) and in the pod's sleep on a kubelet. It
-// panics on a negative duration.
+// annotation on the pod template) and in the pod's sleep on a kubelet. A
+// negative duration is reported by Err.
 func (b *JobBuilder) RunFor(d time.Duration) *JobBuilder {
-	b.run.setDuration(d)
+	if !b.runFor(&b.run, d) {
+		return b
+	}
 	b.annotate(topology.AnnotationRunDuration, d.String())
 	return b
 }

@@ -22,7 +22,10 @@ import (
 // the JobSet). RunFor and Fails also set the run annotations on the JobSet,
 // on its Job template, so the child Jobs carry them, and on the pod
 // template, for the local topology's KWOK Nodes.
+//
+// Bad input never panics: it is left out and reported by Err.
 type JobSetBuilder struct {
+	badInput
 	js  jobset.JobSet
 	run run
 }
@@ -32,6 +35,7 @@ type JobSetBuilder struct {
 // succeeds.
 func NewJobSet(name, namespace string) *JobSetBuilder {
 	return &JobSetBuilder{
+		badInput: badInput{kind: "JobSet", name: name},
 		js: jobset.JobSet{
 			TypeMeta:   metav1.TypeMeta{APIVersion: jobset.GroupVersion.String(), Kind: "JobSet"},
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: map[string]string{}, Annotations: map[string]string{}},
@@ -61,16 +65,22 @@ func (b *JobSetBuilder) Replicas(n int32) *JobSetBuilder {
 }
 
 // Requests sets the container's CPU and memory requests (quantities; ""
-// skips one). It panics on a quantity that does not parse.
+// skips one). A quantity that does not parse is reported by Err.
 func (b *JobSetBuilder) Requests(cpu, memory string) *JobSetBuilder {
-	b.js.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.Containers[0].Resources.Requests = requests(cpu, memory)
+	b.setRequests(&b.js.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.Containers[0].Resources.Requests, cpu, memory)
 	return b
 }
 
+// Err returns the bad input the builder was given, each error naming the
+// JobSet and the field, or nil; Obj builds the JobSet without it.
+func (b *JobSetBuilder) Err() error { return b.err() }
+
 // RunFor sets how long each pod runs (its sleep) and the run-duration
-// annotation. It panics on a negative duration.
+// annotation. A negative duration is reported by Err.
 func (b *JobSetBuilder) RunFor(d time.Duration) *JobSetBuilder {
-	b.run.setDuration(d)
+	if !b.runFor(&b.run, d) {
+		return b
+	}
 	b.annotate(topology.AnnotationRunDuration, d.String())
 	return b
 }

@@ -159,17 +159,23 @@ func TestBuildersReportBadInputNamingTheField(t *testing.T) {
 		}
 	}
 	for name, err := range map[string]error{
-		"MPIJob Workers":          workload.NewMPIJob("j", "ns").Workers(0).Err(),
-		"TFJob Workers":           workload.NewTFJob("j", "ns").Workers(0).Err(),
-		"PyTorchJob Workers":      workload.NewPyTorchJob("j", "ns").Workers(-1).Err(),
-		"TrainJob Nodes":          workload.NewTrainJob("j", "ns").Nodes(0).Err(),
-		"TrainJob Runtime":        workload.NewTrainJob("j", "ns").Runtime("").Err(),
-		"AppWrapper Replicas":     workload.NewAppWrapper("j", "ns").Replicas(0).Err(),
-		"pod group Size":          workload.NewPodGroup("j", "ns").Size(0).Err(),
-		"Deployment Replicas":     workload.NewDeployment("j", "ns").Replicas(-1).Err(),
-		"StatefulSet Image":       workload.NewStatefulSet("j", "ns").Image("").Err(),
-		"LeaderWorkerSet Size":    workload.NewLeaderWorkerSet("j", "ns").Size(0).Err(),
-		"Deployment Requests mem": workload.NewDeployment("j", "ns").Requests("", "-1Gi").Err(),
+		"MPIJob Workers":            workload.NewMPIJob("j", "ns").Workers(0).Err(),
+		"TFJob Workers":             workload.NewTFJob("j", "ns").Workers(0).Err(),
+		"PyTorchJob Workers":        workload.NewPyTorchJob("j", "ns").Workers(-1).Err(),
+		"TrainJob Nodes":            workload.NewTrainJob("j", "ns").Nodes(0).Err(),
+		"TrainJob Runtime":          workload.NewTrainJob("j", "ns").Runtime("").Err(),
+		"AppWrapper Replicas":       workload.NewAppWrapper("j", "ns").Replicas(0).Err(),
+		"pod group Size":            workload.NewPodGroup("j", "ns").Size(0).Err(),
+		"Deployment Replicas":       workload.NewDeployment("j", "ns").Replicas(-1).Err(),
+		"StatefulSet Image":         workload.NewStatefulSet("j", "ns").Image("").Err(),
+		"LeaderWorkerSet Size":      workload.NewLeaderWorkerSet("j", "ns").Size(0).Err(),
+		"Deployment Requests mem":   workload.NewDeployment("j", "ns").Requests("", "-1Gi").Err(),
+		"Job Requests":              workload.NewJob("j", "ns").Requests("lots", "").Err(),
+		"JobSet RunFor":             workload.NewJobSet("j", "ns").RunFor(-time.Second).Err(),
+		"Workload Requests":         workload.NewWorkload("j", "ns").Requests("1", "x").Err(),
+		"RayJob RunFor":             workload.NewRayJob("j", "ns").RunFor(-time.Second).Err(),
+		"RayJob Requests":           workload.NewRayJob("j", "ns").Requests("??", "").Err(),
+		"RayService WorkerReplicas": workload.NewRayService("j", "ns").WorkerReplicas(-2).Err(),
 	} {
 		field := strings.Fields(name)[len(strings.Fields(name))-1]
 		if field == "mem" {

@@ -9,11 +9,14 @@ import (
 // WorkloadBuilder builds a standalone Kueue Workload (one pod set), for
 // fault injection: a stray remote copy, a second admitted copy, a workload
 // in a queue without admission checks.
-type WorkloadBuilder struct{ wl kueue.Workload }
+type WorkloadBuilder struct {
+	badInput
+	wl kueue.Workload
+}
 
 // NewWorkload starts a Workload with one pod set of one pod.
 func NewWorkload(name, namespace string) *WorkloadBuilder {
-	return &WorkloadBuilder{wl: kueue.Workload{
+	return &WorkloadBuilder{badInput: badInput{kind: "Workload", name: name}, wl: kueue.Workload{
 		TypeMeta:   metav1.TypeMeta{APIVersion: kueue.SchemeGroupVersion.String(), Kind: "Workload"},
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: map[string]string{}},
 		Spec: kueue.WorkloadSpec{PodSets: []kueue.PodSet{{
@@ -33,11 +36,15 @@ func (b *WorkloadBuilder) Queue(q string) *WorkloadBuilder {
 	return b
 }
 
-// Requests sets the container's CPU and memory requests.
+// Requests sets the container's CPU and memory requests; a quantity that
+// does not parse is reported by Err.
 func (b *WorkloadBuilder) Requests(cpu, memory string) *WorkloadBuilder {
-	b.wl.Spec.PodSets[0].Template.Spec.Containers[0].Resources.Requests = requests(cpu, memory)
+	b.setRequests(&b.wl.Spec.PodSets[0].Template.Spec.Containers[0].Resources.Requests, cpu, memory)
 	return b
 }
+
+// Err returns the bad input the builder was given, or nil.
+func (b *WorkloadBuilder) Err() error { return b.err() }
 
 // Label sets a label (for example kueue.x-k8s.io/multikueue-origin).
 func (b *WorkloadBuilder) Label(k, v string) *WorkloadBuilder { b.wl.Labels[k] = v; return b }

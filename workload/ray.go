@@ -70,15 +70,24 @@ func (r *rayCluster) containers() []*corev1.Container {
 	}
 }
 
-func (r *rayCluster) requests(cpu, memory string) {
+// requests sets the head's and the workers' requests, or records in bad why not.
+func (r *rayCluster) requests(bad *badInput, cpu, memory string) {
+	var req corev1.ResourceList
+	before := len(bad.errs)
+	bad.setRequests(&req, cpu, memory)
+	if len(bad.errs) > before {
+		return
+	}
 	for _, c := range r.containers() {
-		c.Resources.Requests = requests(cpu, memory)
+		c.Resources.Requests = req.DeepCopy()
 	}
 }
 
-func (r *rayCluster) workers(n int32) {
+// workers sets the worker group's size, or records in bad why not.
+func (r *rayCluster) workers(bad *badInput, n int32) {
 	if n < 0 {
-		panic(fmt.Sprintf("workload: WorkerReplicas(%d): the number of Ray workers must not be negative", n))
+		bad.fail("WorkerReplicas", "%d: the number of Ray workers must not be negative", n)
+		return
 	}
 	g := &r.spec.WorkerGroupSpecs[0]
 	g.Replicas, g.MinReplicas, g.MaxReplicas = ptr.To(n), ptr.To(n), ptr.To(n)
@@ -108,6 +117,7 @@ func (r rayCluster) built() *rayv1.RayClusterSpec {
 // annotations (the submitter runs for the run duration; the Ray job ends
 // with it, FAILED with Fails).
 type RayJobBuilder struct {
+	badInput
 	rj      rayv1.RayJob
 	cluster rayCluster
 	run     run
@@ -116,6 +126,7 @@ type RayJobBuilder struct {
 // NewRayJob starts a RayJob that runs for DefaultRunDuration and succeeds.
 func NewRayJob(name, namespace string) *RayJobBuilder {
 	return &RayJobBuilder{
+		badInput: badInput{kind: "RayJob", name: name},
 		rj: rayv1.RayJob{
 			TypeMeta:   metav1.TypeMeta{APIVersion: rayv1.GroupVersion.String(), Kind: "RayJob"},
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: map[string]string{}, Annotations: map[string]string{}},
@@ -141,16 +152,19 @@ func NewRayJob(name, namespace string) *RayJobBuilder {
 func (b *RayJobBuilder) Queue(q string) *RayJobBuilder { b.rj.Labels[QueueLabel] = q; return b }
 
 // Requests sets the CPU and memory requests of the head's and each worker's
-// container (quantities; "" skips one). It panics on a quantity that does
-// not parse.
+// container (quantities; "" skips one). A quantity that does not parse is
+// reported by Err.
 func (b *RayJobBuilder) Requests(cpu, memory string) *RayJobBuilder {
-	b.cluster.requests(cpu, memory)
+	b.cluster.requests(&b.badInput, cpu, memory)
 	return b
 }
 
-// WorkerReplicas sets the number of Ray worker pods (default 1). It panics
-// on a negative number.
-func (b *RayJobBuilder) WorkerReplicas(n int32) *RayJobBuilder { b.cluster.workers(n); return b }
+// WorkerReplicas sets the number of Ray worker pods (default 1); a negative
+// number is reported by Err.
+func (b *RayJobBuilder) WorkerReplicas(n int32) *RayJobBuilder {
+	b.cluster.workers(&b.badInput, n)
+	return b
+}
 
 // WorkloadPriorityClass sets Kueue's workload priority class label.
 func (b *RayJobBuilder) WorkloadPriorityClass(name string) *RayJobBuilder {
@@ -159,10 +173,12 @@ func (b *RayJobBuilder) WorkloadPriorityClass(name string) *RayJobBuilder {
 }
 
 // RunFor sets how long the Ray job runs: the entrypoint's sleep and the
-// run-duration annotation (on the RayJob and the submitter pod). It panics
-// on a negative duration.
+// run-duration annotation (on the RayJob and the submitter pod). A negative
+// duration is reported by Err.
 func (b *RayJobBuilder) RunFor(d time.Duration) *RayJobBuilder {
-	b.run.setDuration(d)
+	if !b.runFor(&b.run, d) {
+		return b
+	}
 	b.rj.Annotations[topology.AnnotationRunDuration] = d.String()
 	b.rj.Spec.SubmitterPodTemplate.Annotations[topology.AnnotationRunDuration] = d.String()
 	return b
@@ -185,6 +201,10 @@ func (b *RayJobBuilder) Label(k, v string) *RayJobBuilder { b.rj.Labels[k] = v; 
 
 // Annotation sets an annotation on the RayJob.
 func (b *RayJobBuilder) Annotation(k, v string) *RayJobBuilder { b.rj.Annotations[k] = v; return b }
+
+// Err returns the bad input the builder was given, each error naming the
+// RayJob and the field, or nil; Obj builds the RayJob without it.
+func (b *RayJobBuilder) Err() error { return b.err() }
 
 // Obj returns a copy of the RayJob built so far.
 func (b *RayJobBuilder) Obj() *rayv1.RayJob {
@@ -213,6 +233,7 @@ func (r run) pythonEntrypoint() string {
 // local topology the KubeRay operator runs for real and KWOK makes its pods
 // Running and Ready on the worker's Nodes.
 type RayClusterBuilder struct {
+	badInput
 	rc      rayv1.RayCluster
 	cluster rayCluster
 }
@@ -220,6 +241,7 @@ type RayClusterBuilder struct {
 // NewRayCluster starts a RayCluster.
 func NewRayCluster(name, namespace string) *RayClusterBuilder {
 	return &RayClusterBuilder{
+		badInput: badInput{kind: "RayCluster", name: name},
 		rc: rayv1.RayCluster{
 			TypeMeta:   metav1.TypeMeta{APIVersion: rayv1.GroupVersion.String(), Kind: "RayCluster"},
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: map[string]string{}, Annotations: map[string]string{}},
@@ -232,17 +254,17 @@ func NewRayCluster(name, namespace string) *RayClusterBuilder {
 func (b *RayClusterBuilder) Queue(q string) *RayClusterBuilder { b.rc.Labels[QueueLabel] = q; return b }
 
 // Requests sets the CPU and memory requests of the head's and each worker's
-// container (quantities; "" skips one). It panics on a quantity that does
-// not parse.
+// container (quantities; "" skips one). A quantity that does not parse is
+// reported by Err.
 func (b *RayClusterBuilder) Requests(cpu, memory string) *RayClusterBuilder {
-	b.cluster.requests(cpu, memory)
+	b.cluster.requests(&b.badInput, cpu, memory)
 	return b
 }
 
-// WorkerReplicas sets the number of Ray worker pods (default 1). It panics
-// on a negative number.
+// WorkerReplicas sets the number of Ray worker pods (default 1); a negative
+// number is reported by Err.
 func (b *RayClusterBuilder) WorkerReplicas(n int32) *RayClusterBuilder {
-	b.cluster.workers(n)
+	b.cluster.workers(&b.badInput, n)
 	return b
 }
 
@@ -265,6 +287,10 @@ func (b *RayClusterBuilder) Annotation(k, v string) *RayClusterBuilder {
 	return b
 }
 
+// Err returns the bad input the builder was given, each error naming the
+// RayCluster and the field, or nil; Obj builds the RayCluster without it.
+func (b *RayClusterBuilder) Err() error { return b.err() }
+
 // Obj returns a copy of the RayCluster built so far, suspended.
 func (b *RayClusterBuilder) Obj() *rayv1.RayCluster {
 	rc := b.rc.DeepCopy()
@@ -281,6 +307,7 @@ func (b *RayClusterBuilder) Obj() *rayv1.RayCluster {
 // is deleted. Its serve config is empty (no Serve application), so the
 // KubeRay operator only keeps the cluster up.
 type RayServiceBuilder struct {
+	badInput
 	rs      rayv1.RayService
 	cluster rayCluster
 }
@@ -288,6 +315,7 @@ type RayServiceBuilder struct {
 // NewRayService starts a RayService.
 func NewRayService(name, namespace string) *RayServiceBuilder {
 	return &RayServiceBuilder{
+		badInput: badInput{kind: "RayService", name: name},
 		rs: rayv1.RayService{
 			TypeMeta:   metav1.TypeMeta{APIVersion: rayv1.GroupVersion.String(), Kind: "RayService"},
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: map[string]string{}, Annotations: map[string]string{}},
@@ -300,17 +328,17 @@ func NewRayService(name, namespace string) *RayServiceBuilder {
 func (b *RayServiceBuilder) Queue(q string) *RayServiceBuilder { b.rs.Labels[QueueLabel] = q; return b }
 
 // Requests sets the CPU and memory requests of the head's and each worker's
-// container (quantities; "" skips one). It panics on a quantity that does
-// not parse.
+// container (quantities; "" skips one). A quantity that does not parse is
+// reported by Err.
 func (b *RayServiceBuilder) Requests(cpu, memory string) *RayServiceBuilder {
-	b.cluster.requests(cpu, memory)
+	b.cluster.requests(&b.badInput, cpu, memory)
 	return b
 }
 
-// WorkerReplicas sets the number of Ray worker pods (default 1). It panics
-// on a negative number.
+// WorkerReplicas sets the number of Ray worker pods (default 1); a negative
+// number is reported by Err.
 func (b *RayServiceBuilder) WorkerReplicas(n int32) *RayServiceBuilder {
-	b.cluster.workers(n)
+	b.cluster.workers(&b.badInput, n)
 	return b
 }
 
@@ -320,6 +348,10 @@ func (b *RayServiceBuilder) Image(image string) *RayServiceBuilder { b.cluster.i
 
 // Label sets a label on the RayService.
 func (b *RayServiceBuilder) Label(k, v string) *RayServiceBuilder { b.rs.Labels[k] = v; return b }
+
+// Err returns the bad input the builder was given, each error naming the
+// RayService and the field, or nil; Obj builds the RayService without it.
+func (b *RayServiceBuilder) Err() error { return b.err() }
 
 // Obj returns a copy of the RayService built so far, its cluster suspended.
 func (b *RayServiceBuilder) Obj() *rayv1.RayService {

@@ -106,11 +106,12 @@ func TestRayCluster(t *testing.T) {
 	}
 }
 
-func TestRayWorkerReplicasNegativePanics(t *testing.T) {
-	defer func() {
-		if r := recover(); r == nil || !containsAll(r.(string), "WorkerReplicas(-1)", "negative") {
-			t.Errorf("recovered %v, want a panic naming WorkerReplicas(-1)", r)
-		}
-	}()
-	workload.NewRayCluster("c", "ns").WorkerReplicas(-1)
+func TestRayWorkerReplicasNegativeIsAnError(t *testing.T) {
+	b := workload.NewRayCluster("c", "ns").WorkerReplicas(-1)
+	if err := b.Err(); err == nil || !containsAll(err.Error(), `RayCluster "c"`, "WorkerReplicas", "-1", "negative") {
+		t.Errorf("Err() = %v, want an error naming the RayCluster and WorkerReplicas", err)
+	}
+	if n := *b.Obj().Spec.WorkerGroupSpecs[0].Replicas; n != 1 {
+		t.Errorf("workers after bad input = %d, want the default 1", n)
+	}
 }

@@ -37,15 +37,6 @@ type run struct {
 
 func newRun() run { return run{image: DefaultImage, duration: DefaultRunDuration} }
 
-// setDuration checks d and records it. A negative duration is no run, so
-// the builder does not build one.
-func (r *run) setDuration(d time.Duration) {
-	if d < 0 {
-		panic(fmt.Sprintf("workload: RunFor(%s): the run duration must not be negative", d))
-	}
-	r.duration = d
-}
-
 // command is the container command: sleep for the run duration, then exit 0,
 // or 1 when the job fails.
 func (r run) command() []string {
