@@ -11,6 +11,7 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/multikueue-testkit/testkit/observe"
@@ -123,6 +124,11 @@ func (o *DispatchOptions) defaults(name, path string) error {
 	}
 	if o.Memory == "" {
 		o.Memory = "1Gi"
+	}
+	for field, q := range map[string]string{"CPU": o.CPU, "Memory": o.Memory} {
+		if v, err := resource.ParseQuantity(q); err != nil || v.Sign() < 0 {
+			return fmt.Errorf("scenario %s: %s.%s: %q is not a non-negative quantity", name, path, field, q)
+		}
 	}
 	if o.RunFor == 0 {
 		o.RunFor = time.Second

@@ -43,19 +43,19 @@ func (j JobTemplate) Build() (client.Object, error) {
 		if j.Fails {
 			b.Fails()
 		}
-		return b.Obj(), nil
+		return b.Obj(), b.Err()
 	case observe.KindJobSet:
 		b := workload.NewJobSet(j.Name, j.Namespace).Queue(j.Queue).Requests(j.CPU, j.Memory).RunFor(j.RunFor)
 		if j.Fails {
 			b.Fails()
 		}
-		return b.Obj(), nil
+		return b.Obj(), b.Err()
 	case observe.KindRayJob:
 		b := workload.NewRayJob(j.Name, j.Namespace).Queue(j.Queue).Requests(j.CPU, j.Memory).RunFor(j.RunFor)
 		if j.Fails {
 			b.Fails()
 		}
-		return b.Obj(), nil
+		return b.Obj(), b.Err()
 	}
 	return nil, fmt.Errorf("scenario: job kind %q: package workload has no builder for it (buildable: %v)", j.Kind, buildableKinds())
 }

@@ -63,6 +63,10 @@ func TestScenarioOptionsShareOneLoad(t *testing.T) {
 			_, err := scenario.Stress(ctx, env, scenario.StressOptions{Dispatch: scenario.DispatchOptions{StartTimeout: time.Minute}})
 			return err
 		}, "StressOptions.Dispatch.StartTimeout: Stress does not use it (its waits are bounded by the Checker's Timeout)"},
+		{"Dispatch CPU", func() error {
+			_, err := scenario.Dispatch(ctx, env, scenario.DispatchOptions{CPU: "lots"})
+			return err
+		}, `DispatchOptions.CPU: "lots" is not a non-negative quantity`},
 		{"Stress prefix", func() error {
 			_, err := scenario.Stress(ctx, env, scenario.StressOptions{Dispatch: scenario.DispatchOptions{NamePrefix: "Not_A_Name"}})
 			return err
