@@ -50,14 +50,16 @@ func (b *badInput) fail(field string, format string, args ...any) {
 
 func (b *badInput) err() error { return errors.Join(b.errs...) }
 
-// setRequests parses the quantities into *dst, or records why not.
-func (b *badInput) setRequests(dst *corev1.ResourceList, cpu, memory string) {
+// setRequests parses the quantities into *dst, or records why not and
+// reports false.
+func (b *badInput) setRequests(dst *corev1.ResourceList, cpu, memory string) bool {
 	req, err := parseRequests(cpu, memory)
 	if err != nil {
 		b.fail("Requests", "%v", err)
-		return
+		return false
 	}
 	*dst = req
+	return true
 }
 
 // runFor records d in r, or why not.

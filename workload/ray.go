@@ -73,9 +73,7 @@ func (r *rayCluster) containers() []*corev1.Container {
 // requests sets the head's and the workers' requests, or records in bad why not.
 func (r *rayCluster) requests(bad *badInput, cpu, memory string) {
 	var req corev1.ResourceList
-	before := len(bad.errs)
-	bad.setRequests(&req, cpu, memory)
-	if len(bad.errs) > before {
+	if !bad.setRequests(&req, cpu, memory) {
 		return
 	}
 	for _, c := range r.containers() {

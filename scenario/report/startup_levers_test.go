@@ -70,10 +70,9 @@ func startupLevers() []lever {
 		{name: "etcd-shared", etcd: local.EtcdShared},
 		{name: "etcd-per-cluster", etcd: local.EtcdPerCluster},
 		// Idle work of an API server nobody uses: its identity Lease,
-		// renewed every 10 s (beta gate, on by default; the mixed-version proxy
-		// depends on it), and the metric
-		// polls of etcd (object counts per resource every minute, the
-		// database size every 30 s).
+		// renewed every 10 s (beta gate, on by default; the mixed-version
+		// proxy depends on it), and its metric polls of etcd (object counts
+		// per resource every minute, the database size every 30 s).
 		{name: "apiserver-identity-off", apiArgs: []string{"--feature-gates=APIServerIdentity=false,UnknownVersionInteroperabilityProxy=false"}},
 		{name: "etcd-metric-polls-off", apiArgs: []string{"--etcd-count-metric-poll-period=0", "--etcd-db-metric-poll-interval=0"}},
 	}
