@@ -125,9 +125,9 @@ func (o *DispatchOptions) defaults(name, path string) error {
 	if o.Memory == "" {
 		o.Memory = "1Gi"
 	}
-	for field, q := range map[string]string{"CPU": o.CPU, "Memory": o.Memory} {
-		if v, err := resource.ParseQuantity(q); err != nil || v.Sign() < 0 {
-			return fmt.Errorf("scenario %s: %s.%s: %q is not a non-negative quantity", name, path, field, q)
+	for _, f := range []struct{ field, q string }{{"CPU", o.CPU}, {"Memory", o.Memory}} {
+		if v, err := resource.ParseQuantity(f.q); err != nil || v.Sign() < 0 {
+			return fmt.Errorf("scenario %s: %s.%s: %q is not a non-negative quantity", name, path, f.field, f.q)
 		}
 	}
 	if o.RunFor == 0 {
