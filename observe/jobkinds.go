@@ -2,7 +2,10 @@ package observe
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
+	kftraining "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -21,6 +24,12 @@ const (
 	KindJob    Kind = "Job"
 	KindJobSet Kind = "JobSet"
 	KindRayJob Kind = "RayJob"
+	// The Kubeflow training-operator's jobs (kubeflow.org/v1).
+	KindPyTorchJob Kind = "PyTorchJob"
+	KindTFJob      Kind = "TFJob"
+	KindXGBoostJob Kind = "XGBoostJob"
+	KindPaddleJob  Kind = "PaddleJob"
+	KindJAXJob     Kind = "JAXJob"
 )
 
 // JobState is what the Observer and the assertions read from a job object
@@ -55,11 +64,16 @@ func jobKindTable() []jobKind {
 		{KindJob, topology.IntegrationBatchJob, func() client.Object { return &batchv1.Job{} }, func() client.ObjectList { return &batchv1.JobList{} }, batchJobState},
 		{KindJobSet, topology.IntegrationJobSet, func() client.Object { return &jobset.JobSet{} }, func() client.ObjectList { return &jobset.JobSetList{} }, jobSetState},
 		{KindRayJob, topology.IntegrationRayJob, func() client.Object { return &rayv1.RayJob{} }, func() client.ObjectList { return &rayv1.RayJobList{} }, rayJobState},
+		{KindPyTorchJob, topology.IntegrationPyTorchJob, func() client.Object { return &kftraining.PyTorchJob{} }, func() client.ObjectList { return &kftraining.PyTorchJobList{} }, kubeflowState},
+		{KindTFJob, topology.IntegrationTFJob, func() client.Object { return &kftraining.TFJob{} }, func() client.ObjectList { return &kftraining.TFJobList{} }, kubeflowState},
+		{KindXGBoostJob, topology.IntegrationXGBoostJob, func() client.Object { return &kftraining.XGBoostJob{} }, func() client.ObjectList { return &kftraining.XGBoostJobList{} }, kubeflowState},
+		{KindPaddleJob, topology.IntegrationPaddleJob, func() client.Object { return &kftraining.PaddleJob{} }, func() client.ObjectList { return &kftraining.PaddleJobList{} }, kubeflowState},
+		{KindJAXJob, topology.IntegrationJAXJob, func() client.Object { return &kftraining.JAXJob{} }, func() client.ObjectList { return &kftraining.JAXJobList{} }, kubeflowState},
 	}
 }
 
 // JobKindsFor returns the job kinds watched for the given Kueue
-// integrations: batch/Job always, JobSet and RayJob with their integration.
+// integrations: batch/Job always, the others with their integration.
 func JobKindsFor(integrations []string) []Kind {
 	on := map[string]bool{topology.IntegrationBatchJob: true}
 	for _, i := range integrations {
@@ -114,6 +128,16 @@ func JobKindOf(obj client.Object) (Kind, bool) {
 		return KindJobSet, true
 	case *rayv1.RayJob:
 		return KindRayJob, true
+	case *kftraining.PyTorchJob:
+		return KindPyTorchJob, true
+	case *kftraining.TFJob:
+		return KindTFJob, true
+	case *kftraining.XGBoostJob:
+		return KindXGBoostJob, true
+	case *kftraining.PaddleJob:
+		return KindPaddleJob, true
+	case *kftraining.JAXJob:
+		return KindJAXJob, true
 	}
 	return "", false
 }
@@ -174,4 +198,55 @@ func rayJobState(obj client.Object) JobState {
 	}
 	s.Summary = fmt.Sprintf("deployment=%s job=%s", rj.Status.JobDeploymentStatus, rj.Status.JobStatus)
 	return s
+}
+
+// kubeflowState reads a Kubeflow training job (PyTorchJob, TFJob,
+// XGBoostJob, PaddleJob, JAXJob): finished by its Succeeded or Failed
+// condition, started by its start time. Kueue's MultiKueue adapter for these
+// kinds copies the worker's whole status to the manager, so the summary is
+// every role's pod counts and the terminal condition.
+func kubeflowState(obj client.Object) JobState {
+	spec, status := kubeflowParts(obj)
+	s := JobState{Suspended: ptr.Deref(spec.Suspend, false), Started: status.StartTime != nil}
+	for _, c := range status.Conditions {
+		if c.Status != corev1.ConditionTrue {
+			continue
+		}
+		switch c.Type {
+		case kftraining.JobSucceeded:
+			s.Succeeded, s.Reason = true, c.Reason
+		case kftraining.JobFailed:
+			s.Failed, s.Reason = true, c.Reason
+		}
+	}
+	roles := make([]string, 0, len(status.ReplicaStatuses))
+	for role, rs := range status.ReplicaStatuses {
+		if rs != nil {
+			roles = append(roles, fmt.Sprintf("%s(active=%d succeeded=%d failed=%d)", role, rs.Active, rs.Succeeded, rs.Failed))
+		}
+	}
+	slices.Sort(roles)
+	terminal := "none"
+	if s.Finished() {
+		terminal = map[bool]string{true: "Succeeded", false: "Failed"}[s.Succeeded]
+	}
+	s.Summary = fmt.Sprintf("%s terminal=%s", strings.Join(roles, " "), terminal)
+	return s
+}
+
+// kubeflowParts returns a Kubeflow training job's run policy and status.
+func kubeflowParts(obj client.Object) (kftraining.RunPolicy, kftraining.JobStatus) {
+	switch j := obj.(type) {
+	case *kftraining.PyTorchJob:
+		return j.Spec.RunPolicy, j.Status
+	case *kftraining.TFJob:
+		return j.Spec.RunPolicy, j.Status
+	case *kftraining.XGBoostJob:
+		return j.Spec.RunPolicy, j.Status
+	case *kftraining.PaddleJob:
+		return j.Spec.RunPolicy, j.Status
+	case *kftraining.JAXJob:
+		return j.Spec.RunPolicy, j.Status
+	}
+	return kftraining.RunPolicy{}, kftraining.JobStatus{}
 }

@@ -3,7 +3,9 @@ package observe
 import (
 	"testing"
 
+	kftraining "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobset "sigs.k8s.io/jobset/api/jobset/v1alpha2"
@@ -15,6 +17,9 @@ func TestJobStateFollowsKueue(t *testing.T) {
 	}
 	js := func(cond jobset.JobSetConditionType) *jobset.JobSet {
 		return &jobset.JobSet{Status: jobset.JobSetStatus{Conditions: []metav1.Condition{{Type: string(cond), Status: metav1.ConditionTrue, Reason: "R"}}}}
+	}
+	kf := func(cond kftraining.JobConditionType) *kftraining.PyTorchJob {
+		return &kftraining.PyTorchJob{Status: kftraining.JobStatus{Conditions: []kftraining.JobCondition{{Type: cond, Status: corev1.ConditionTrue, Reason: "R"}}}}
 	}
 	for _, tc := range []struct {
 		name                string
@@ -28,6 +33,10 @@ func TestJobStateFollowsKueue(t *testing.T) {
 		{"JobSet completed", js(jobset.JobSetCompleted), true, true},
 		{"JobSet failed", js(jobset.JobSetFailed), false, true},
 		{"JobSet suspended", js(jobset.JobSetSuspended), false, false},
+		{"PyTorchJob running", kf(kftraining.JobRunning), false, false},
+		{"PyTorchJob succeeded", kf(kftraining.JobSucceeded), true, true},
+		{"PyTorchJob failed", kf(kftraining.JobFailed), false, true},
+		{"PyTorchJob suspended", kf(kftraining.JobSuspended), false, false},
 	} {
 		st, ok := JobStateOf(tc.obj)
 		if !ok {
@@ -36,5 +45,40 @@ func TestJobStateFollowsKueue(t *testing.T) {
 		if st.Succeeded != tc.succeeded || st.Finished() != tc.finished {
 			t.Errorf("%s: succeeded=%t finished=%t, want %t %t", tc.name, st.Succeeded, st.Finished(), tc.succeeded, tc.finished)
 		}
+	}
+}
+
+// TestKubeflowSummaryIsTheCopiedStatus checks that a Kubeflow job's summary
+// holds every role's counts in a fixed order and the terminal condition,
+// what MultiKueue copies from the worker.
+func TestKubeflowSummaryIsTheCopiedStatus(t *testing.T) {
+	j := &kftraining.TFJob{Status: kftraining.JobStatus{
+		ReplicaStatuses: map[kftraining.ReplicaType]*kftraining.ReplicaStatus{
+			"Worker": {Succeeded: 2}, "Chief": {Active: 1}, "PS": nil,
+		},
+		Conditions: []kftraining.JobCondition{{Type: kftraining.JobSucceeded, Status: corev1.ConditionTrue}},
+	}}
+	st, _ := JobStateOf(j)
+	if want := "Chief(active=1 succeeded=0 failed=0) Worker(active=0 succeeded=2 failed=0) terminal=Succeeded"; st.Summary != want {
+		t.Errorf("summary %q, want %q", st.Summary, want)
+	}
+}
+
+// TestKubeflowPodsBelongToTheirJob checks that the training-operator's pods
+// are tied to their job by its labels, and that a pod of another operator
+// name is not taken for one.
+func TestKubeflowPodsBelongToTheirJob(t *testing.T) {
+	pod := func(op string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{
+			kftraining.JobNameLabel: "train", kftraining.OperatorNameLabel: op}}}
+	}
+	for op, want := range map[string]Kind{"pytorchjob-controller": KindPyTorchJob, "tfjob-controller": KindTFJob,
+		"xgboostjob-controller": KindXGBoostJob, "paddlejob-controller": KindPaddleJob, "jaxjob-controller": KindJAXJob} {
+		if k, n, ok := podOwner(pod(op)); !ok || k != want || n != "train" {
+			t.Errorf("%s: got %s %q %t, want %s train", op, k, n, ok, want)
+		}
+	}
+	if k, _, ok := podOwner(pod("mpijob-controller")); ok {
+		t.Errorf("a v1 MPIJob's pod (no kind the Observer records) was taken for a %s's", k)
 	}
 }

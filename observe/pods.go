@@ -2,6 +2,8 @@ package observe
 
 import (
 	"fmt"
+
+	kftraining "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 	"slices"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -31,6 +33,24 @@ const (
 	rayOriginatedFromCRD    = "ray.io/originated-from-crd"
 )
 
+// kubeflowOperator maps a training-operator controller's name (its pods'
+// OperatorNameLabel) to the job kind it runs.
+func kubeflowOperator(name string) (Kind, bool) {
+	switch name {
+	case "pytorchjob-controller":
+		return KindPyTorchJob, true
+	case "tfjob-controller":
+		return KindTFJob, true
+	case "xgboostjob-controller":
+		return KindXGBoostJob, true
+	case "paddlejob-controller":
+		return KindPaddleJob, true
+	case "jaxjob-controller":
+		return KindJAXJob, true
+	}
+	return "", false
+}
+
 // podOwner is the job object a pod runs for, by its labels: a JobSet's
 // before its child Job's; ok false for a pod of no recorded kind (a
 // Deployment's, a DaemonSet's), which the Observer leaves out.
@@ -41,6 +61,11 @@ func podOwner(p *corev1.Pod) (kind Kind, name string, ok bool) {
 	}
 	if n := l[rayOriginatedFromCRName]; n != "" && l[rayOriginatedFromCRD] == string(KindRayJob) {
 		return KindRayJob, n, true
+	}
+	if n := l[kftraining.JobNameLabel]; n != "" {
+		if k, ok := kubeflowOperator(l[kftraining.OperatorNameLabel]); ok {
+			return k, n, true
+		}
 	}
 	if n := l[batchv1.JobNameLabel]; n != "" {
 		return KindJob, n, true

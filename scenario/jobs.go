@@ -39,34 +39,51 @@ type JobTemplate struct {
 func (j JobTemplate) Build() (client.Object, error) {
 	switch j.Kind {
 	case observe.KindJob:
-		b := workload.NewJob(j.Name, j.Namespace).Queue(j.Queue).Requests(j.CPU, j.Memory).RunFor(j.RunFor)
-		if j.Fails {
-			b.Fails()
-		}
-		return b.Obj(), b.Err()
+		return build(j, workload.NewJob(j.Name, j.Namespace), (*workload.JobBuilder).Obj)
 	case observe.KindJobSet:
-		b := workload.NewJobSet(j.Name, j.Namespace).Queue(j.Queue).Requests(j.CPU, j.Memory).RunFor(j.RunFor)
-		if j.Fails {
-			b.Fails()
-		}
-		return b.Obj(), b.Err()
+		return build(j, workload.NewJobSet(j.Name, j.Namespace), (*workload.JobSetBuilder).Obj)
 	case observe.KindRayJob:
-		b := workload.NewRayJob(j.Name, j.Namespace).Queue(j.Queue).Requests(j.CPU, j.Memory).RunFor(j.RunFor)
-		if j.Fails {
-			b.Fails()
-		}
-		return b.Obj(), b.Err()
+		return build(j, workload.NewRayJob(j.Name, j.Namespace), (*workload.RayJobBuilder).Obj)
+	case observe.KindPyTorchJob:
+		return build(j, workload.NewPyTorchJob(j.Name, j.Namespace), (*workload.PyTorchJobBuilder).Obj)
+	case observe.KindTFJob:
+		return build(j, workload.NewTFJob(j.Name, j.Namespace), (*workload.TFJobBuilder).Obj)
+	case observe.KindXGBoostJob:
+		return build(j, workload.NewXGBoostJob(j.Name, j.Namespace), (*workload.XGBoostJobBuilder).Obj)
+	case observe.KindPaddleJob:
+		return build(j, workload.NewPaddleJob(j.Name, j.Namespace), (*workload.PaddleJobBuilder).Obj)
+	case observe.KindJAXJob:
+		return build(j, workload.NewJAXJob(j.Name, j.Namespace), (*workload.JAXJobBuilder).Obj)
 	}
 	return nil, fmt.Errorf("scenario: job kind %q: package workload has no builder for it (buildable: %v)", j.Kind, buildableKinds())
 }
 
+// templated is what every workload builder offers the templates.
+type templated[B any] interface {
+	Queue(string) B
+	Requests(cpu, memory string) B
+	RunFor(time.Duration) B
+	Fails() B
+	Err() error
+}
+
+// build applies j to b and returns the object obj makes of it.
+func build[B templated[B], O client.Object](j JobTemplate, b B, obj func(B) O) (client.Object, error) {
+	b.Queue(j.Queue).Requests(j.CPU, j.Memory).RunFor(j.RunFor)
+	if j.Fails {
+		b.Fails()
+	}
+	return obj(b), b.Err()
+}
+
 // buildableKinds are the job kinds JobTemplate.Build can build.
 func buildableKinds() []observe.Kind {
-	return []observe.Kind{observe.KindJob, observe.KindJobSet, observe.KindRayJob}
+	return []observe.Kind{observe.KindJob, observe.KindJobSet, observe.KindRayJob,
+		observe.KindPyTorchJob, observe.KindTFJob, observe.KindXGBoostJob, observe.KindPaddleJob, observe.KindJAXJob}
 }
 
 // Kinds returns the job kinds the topology's Kueue integrations enable that
-// the scenarios can build: batch/Job always, JobSet and RayJob with their
+// the scenarios can build: batch/Job always, the others with their
 // integrations.
 func Kinds(env *Env) []observe.Kind {
 	var out []observe.Kind

@@ -71,6 +71,15 @@ var (
 	mixed = &sharedEnv{name: "mixed", opts: topology.Options{Workers: 3, Kueue: topology.KueueOptions{
 		Integrations: []string{topology.IntegrationBatchJob, topology.IntegrationJobSet, topology.IntegrationRayJob},
 	}}}
+	// kubeflow: 1 manager + 2 workers with every Kubeflow training-operator
+	// kind (the workers run the training-operator) and MultiKueue's garbage
+	// collector off, so that the strays a test makes stay until it removes
+	// them.
+	kubeflow = &sharedEnv{name: "kubeflow", opts: topology.Options{Workers: 2, Kueue: topology.KueueOptions{
+		GCInterval: dur(0),
+		Integrations: []string{topology.IntegrationBatchJob, topology.IntegrationPyTorchJob, topology.IntegrationTFJob,
+			topology.IntegrationXGBoostJob, topology.IntegrationPaddleJob, topology.IntegrationJAXJob},
+	}}}
 	// resilient: 1 manager + 3 workers with a 20 s workerLostTimeout and a
 	// 15 s gcInterval, for the outage and restart scenarios.
 	resilient = &sharedEnv{name: "resilient", opts: topology.Options{Workers: 3, Kueue: topology.KueueOptions{
@@ -81,7 +90,7 @@ var (
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	for _, s := range []*sharedEnv{mixed, resilient} {
+	for _, s := range []*sharedEnv{mixed, resilient, kubeflow} {
 		s.close()
 	}
 	os.Exit(code)

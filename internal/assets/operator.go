@@ -2,6 +2,9 @@ package assets
 
 import (
 	"context"
+	"crypto/sha256"
+	_ "embed"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -25,9 +28,35 @@ type Operator struct {
 	From string
 }
 
-// OperatorSpec says which operator to build: its module and main package.
+// OperatorSpec says which operator to build: its module and main package,
+// or a main of this library's (Main, Go source) built against the module,
+// where the upstream main cannot run several times on one host.
 type OperatorSpec struct {
 	Name, Module, Package string
+	Main                  string
+}
+
+//go:embed mains/training-operator.go.txt
+var trainingOperatorMain string
+
+// TrainingOperator is the Kubeflow training-operator's controllers and
+// webhooks (PyTorchJob, TFJob, XGBoostJob, PaddleJob, JAXJob) under a main
+// of this library's (mains/training-operator.go.txt): upstream's
+// cmd/training-operator.v1 serves on fixed ports and writes its webhook
+// certificates to a fixed /tmp directory through a rotator that waits for a
+// Secret volume.
+func TrainingOperator() OperatorSpec {
+	return OperatorSpec{Name: "training-operator", Module: "github.com/kubeflow/training-operator", Main: trainingOperatorMain}
+}
+
+// cacheName is the cache directory's name: name-version, and for a main of
+// this library's a digest of its source, so that a changed main is rebuilt.
+func (s OperatorSpec) cacheName(version string) string {
+	if s.Main == "" {
+		return s.Name + "-" + version
+	}
+	sum := sha256.Sum256([]byte(s.Main))
+	return s.Name + "-" + version + "-" + hex.EncodeToString(sum[:4])
 }
 
 // Operators this library runs.
@@ -80,7 +109,7 @@ func EnsureOperator(ctx context.Context, opts Options, spec OperatorSpec, versio
 	if err != nil {
 		return Operator{}, fmt.Errorf("%w: %s %s: %v", ErrNotFound, spec.Module, version, err)
 	}
-	dir := filepath.Join(o.CacheDir, spec.Name+"-"+version)
+	dir := filepath.Join(o.CacheDir, spec.cacheName(version))
 	op := Operator{Name: spec.Name, Module: spec.Module, Version: version, Path: filepath.Join(dir, spec.Name), SourceDir: src, From: "cache"}
 	if executable(op.Path) == nil {
 		return op, nil
@@ -101,9 +130,19 @@ func EnsureOperator(ctx context.Context, opts Options, spec OperatorSpec, versio
 		return Operator{}, err
 	}
 	defer os.RemoveAll(work)
-	fmt.Fprintf(o.Progress, "multikueue-testkit: building %s %s (%s) from Go modules into %s\n", spec.Name, version, spec.Package, dir)
+	fmt.Fprintf(o.Progress, "multikueue-testkit: building %s %s (%s) from Go modules into %s\n", spec.Name, version, spec.Module, dir)
 	gomod := fmt.Sprintf("module mktk/%s\n\ngo 1.25.0\n\nrequire %s %s\n", spec.Name, spec.Module, version)
-	if err := writeModule(work, gomod, spec.Package); err != nil {
+	pkg := spec.Package
+	if spec.Main != "" {
+		pkg = "."
+		err = writeModule(work, gomod)
+		if err == nil {
+			err = os.WriteFile(filepath.Join(work, "main.go"), []byte(spec.Main), 0o644)
+		}
+	} else {
+		err = writeModule(work, gomod, spec.Package)
+	}
+	if err != nil {
 		return Operator{}, err
 	}
 	step(o, "go mod tidy for %s %s", spec.Name, version)
@@ -115,8 +154,8 @@ func EnsureOperator(ctx context.Context, opts Options, spec OperatorSpec, versio
 		return Operator{}, err
 	}
 	defer os.RemoveAll(staging)
-	step(o, "go build %s", spec.Package)
-	if _, err := goCmd(ctx, o, work, "build", "-trimpath", "-ldflags", "-s -w", "-o", filepath.Join(staging, spec.Name), spec.Package); err != nil {
+	step(o, "go build %s", spec.Name)
+	if _, err := goCmd(ctx, o, work, "build", "-trimpath", "-ldflags", "-s -w", "-o", filepath.Join(staging, spec.Name), pkg); err != nil {
 		return Operator{}, fmt.Errorf("%w: building %s %s: %v", ErrNotFound, spec.Name, version, err)
 	}
 	if err := os.RemoveAll(dir); err != nil {

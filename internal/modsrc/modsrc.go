@@ -23,6 +23,7 @@ const (
 	JobSet           = "sigs.k8s.io/jobset"
 	KubeRay          = "github.com/ray-project/kuberay/ray-operator"
 	ClusterInventory = "sigs.k8s.io/cluster-inventory-api"
+	TrainingOperator = "github.com/kubeflow/training-operator"
 )
 
 // Version returns the version of module path linked into this binary.

@@ -44,6 +44,9 @@ const (
 	// kuberayUser is the in-process KubeRay operator's user (workers with a
 	// Ray integration).
 	kuberayUser = "kuberay-operator"
+	// trainingOperatorUser is the Kubeflow training-operator's user
+	// (workers with a Kubeflow training job integration).
+	trainingOperatorUser = "training-operator"
 )
 
 // Roles of the real controllers the local topology runs, as timelines name
@@ -52,6 +55,7 @@ const (
 	roleControllerManager topology.WriterRole = "kube-controller-manager"
 	roleJobSet            topology.WriterRole = "the JobSet controller"
 	roleKubeRay           topology.WriterRole = "the KubeRay operator"
+	roleTrainingOperator  topology.WriterRole = "the Kubeflow training-operator"
 	roleScheduler         topology.WriterRole = "kube-scheduler"
 	roleKWOK              topology.WriterRole = "the KWOK controller (the kubelet's part)"
 	roleAutoscaler        topology.WriterRole = "the simulated autoscaler"
@@ -72,6 +76,8 @@ func roleOf(user string) topology.WriterRole {
 		return roleJobSet
 	case kuberayUser:
 		return roleKubeRay
+	case trainingOperatorUser:
+		return roleTrainingOperator
 	case schedulerUser:
 		return roleScheduler
 	case kwokUser:

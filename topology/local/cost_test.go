@@ -80,6 +80,7 @@ var costConfigs = []struct {
 	{"batch/job", []string{topology.IntegrationBatchJob}},
 	{"batch/job + JobSet", []string{topology.IntegrationBatchJob, topology.IntegrationJobSet}},
 	{"batch/job + RayJob + RayCluster", []string{topology.IntegrationBatchJob, topology.IntegrationRayJob, topology.IntegrationRayCluster}},
+	{"batch/job + PyTorchJob", []string{topology.IntegrationBatchJob, topology.IntegrationPyTorchJob}},
 }
 
 const costConfigEnv = "MKTK_MEASURE_CONFIG"
@@ -123,10 +124,12 @@ func measureCosts(t *testing.T, i int) {
 	tc := costConfigs[i]
 	runtime.GC()
 	before, _ := usageOf(self)
+	began := time.Now()
 	topo, err := local.New(ctx, topology.Options{Workers: 1, Kueue: topology.KueueOptions{Integrations: tc.integrations}}, local.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("[%s] 1 + 1 started (local.New returned, binaries cached) in %s", tc.name, time.Since(began).Round(time.Millisecond))
 	dir := topo.Provider().(*local.Provider).Dir()
 	procs := children(dir)
 	time.Sleep(5 * time.Second) // settle after start-up; then measure an idle window
@@ -157,6 +160,8 @@ func measureCosts(t *testing.T, i int) {
 	for j := range n + 1 {
 		name := fmt.Sprintf("cost-%d", j)
 		switch {
+		case len(tc.integrations) > 1 && tc.integrations[1] == topology.IntegrationPyTorchJob:
+			objs = append(objs, workload.NewPyTorchJob(name, "default").Queue(lq).Requests("100m", "64Mi").RunFor(time.Second).Obj())
 		case len(tc.integrations) > 1 && tc.integrations[1] == topology.IntegrationJobSet:
 			objs = append(objs, workload.NewJobSet(name, "default").Queue(lq).Requests("100m", "64Mi").RunFor(time.Second).Obj())
 		case len(tc.integrations) > 1:

@@ -74,6 +74,15 @@ func crdSources(integrations []string, clusterProfiles, kueueV1beta1, operators 
 		sort.Strings(ray)
 		srcs = append(srcs, crdSource{module: modsrc.KubeRay, root: roots.kubeRay, dir: "config/crd/bases", files: uniq(ray)})
 	}
+	var kubeflow []string
+	for _, in := range integrations {
+		if kind, ok := kubeflowScheme(in); ok {
+			kubeflow = append(kubeflow, "kubeflow.org_"+strings.ToLower(kind)+"s.yaml")
+		}
+	}
+	if len(kubeflow) > 0 {
+		srcs = append(srcs, crdSource{module: modsrc.TrainingOperator, root: roots.trainingOperator, dir: "manifests/base/crds", files: kubeflow})
+	}
 	if clusterProfiles {
 		srcs = append(srcs, clusterProfileCRDSource())
 	}
@@ -82,7 +91,7 @@ func crdSources(integrations []string, clusterProfiles, kueueV1beta1, operators 
 
 // crdRoots are the source trees of the binaries a topology runs, whose CRDs
 // it installs; "" means the pinned module's (in-process controllers).
-type crdRoots struct{ kueue, jobSet, kubeRay string }
+type crdRoots struct{ kueue, jobSet, kubeRay, trainingOperator string }
 
 // clusterProfileCRDSource is the ClusterProfile CRD of the pinned
 // cluster-inventory-api.

@@ -8,14 +8,34 @@ import (
 )
 
 // TestRunnableIntegrations: the local topology refuses, naming the field, an
-// integration whose controller it does not run, and takes the four it runs.
+// integration whose controller it does not run, and takes those it runs.
 func TestRunnableIntegrations(t *testing.T) {
-	ok := []string{topology.IntegrationBatchJob, topology.IntegrationJobSet, topology.IntegrationRayJob, topology.IntegrationRayCluster}
+	ok := runnable()
 	if err := runnableIntegrations(ok); err != nil {
 		t.Errorf("runnableIntegrations(%q) = %v", ok, err)
 	}
 	err := runnableIntegrations([]string{topology.IntegrationBatchJob, topology.IntegrationMPIJob})
 	if err == nil || !strings.Contains(err.Error(), "Integrations[1]") || !strings.Contains(err.Error(), topology.IntegrationMPIJob) {
 		t.Errorf("runnableIntegrations with MPIJob = %v, want an error naming Integrations[1] and %q", err, topology.IntegrationMPIJob)
+	}
+}
+
+// TestKubeflowIntegrationsGetTheirCRDsAndSchemes: each Kubeflow training job
+// integration gets its CRD from the training-operator's module and its
+// scheme in the operator's --enable-schemes; the MPIJob (the MPI operator's
+// v2beta1, not the training-operator's v1) gets neither.
+func TestKubeflowIntegrationsGetTheirCRDsAndSchemes(t *testing.T) {
+	ins := []string{topology.IntegrationBatchJob, topology.IntegrationPyTorchJob, topology.IntegrationJAXJob, topology.IntegrationMPIJob}
+	if got, want := strings.Join(kubeflowSchemes(ins), ","), "PyTorchJob,JAXJob"; got != want {
+		t.Errorf("kubeflowSchemes = %s, want %s", got, want)
+	}
+	var files []string
+	for _, src := range crdSources(ins, false, false, true, crdRoots{}) {
+		if src.dir == "manifests/base/crds" {
+			files = append(files, src.files...)
+		}
+	}
+	if got, want := strings.Join(files, ","), "kubeflow.org_pytorchjobs.yaml,kubeflow.org_jaxjobs.yaml"; got != want {
+		t.Errorf("training-operator CRDs = %s, want %s", got, want)
 	}
 }

@@ -124,6 +124,11 @@ type binaryKueue struct {
 	// kubeRay is the KubeRay operator binary, when a Ray integration is on
 	// (zero otherwise).
 	kubeRay assets.Operator
+	// trainingOperator is the Kubeflow training-operator binary, when a
+	// Kubeflow training job integration is on (zero otherwise).
+	trainingOperator assets.Operator
+	// kubeflowSchemes are the training-operator's job kinds to run.
+	kubeflowSchemes []string
 }
 
 // sourceDir is the binary's source tree; "" for none (in-process Kueue).

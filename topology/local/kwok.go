@@ -21,15 +21,16 @@ const (
 
 // kwokModuleStages are the Stages of the KWOK module this topology runs,
 // relative to its source: Nodes become Ready at once, bound pods Running at
-// once, deleted pods go at once. A Job's pods end by podRunStage instead of
-// KWOK's pod-complete.
+// once, deleted pods go at once. A Job's pods (and a Kubeflow training job's)
+// end by podRunStage instead of KWOK's pod-complete.
 var kwokModuleStages = []string{
 	"kustomize/stage/node/fast/node-initialize.yaml",
 	"kustomize/stage/pod/fast/pod-ready.yaml",
 	"kustomize/stage/pod/fast/pod-delete.yaml",
 }
 
-// podRunStage ends a running pod of a Job after its run duration
+// podRunStage ends a running pod of a Job, or of a Kubeflow training job
+// (the training-operator owns its pods directly), after its run duration
 // (topology.AnnotationRunDuration on the pod, default 1 s), Succeeded with
 // exit code 0, or Failed with exit code 1 when its
 // topology.AnnotationOutcome is Failed: the library's run annotations read

@@ -353,6 +353,12 @@ func (p *Provider) Provision(ctx context.Context, spec topology.Spec) (*topology
 		}
 		roots.kubeRay = kb.kubeRay.SourceDir
 	}
+	if kb.kubeflowSchemes = kubeflowSchemes(spec.Kueue.Integrations); len(kb.kubeflowSchemes) > 0 {
+		if kb.trainingOperator, err = ensureTrainingOperator(ctx, p.opts.Assets.internal(), kb.bin); err != nil {
+			return nil, nil, err
+		}
+		roots.trainingOperator = kb.trainingOperator.SourceDir
+	}
 	if p.nodes, err = prepareNodes(ctx, p.opts.Assets.internal(), p.opts, spec); err != nil {
 		return nil, nil, err
 	}
@@ -372,6 +378,12 @@ func (p *Provider) Provision(ctx context.Context, spec topology.Spec) (*topology
 	var jobSetHooks webhookConfigs
 	if roots.jobSet != "" {
 		if jobSetHooks, err = loadWebhookConfigsAt(roots.jobSet, jobSetWebhookPrefix); err != nil {
+			return nil, nil, err
+		}
+	}
+	var kubeflowHooks webhookConfigs
+	if roots.trainingOperator != "" {
+		if kubeflowHooks, err = loadWebhookConfigsFile(filepath.Join(roots.trainingOperator, trainingOperatorWebhooks), trainingOperatorWebhookPrefix); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -407,7 +419,7 @@ func (p *Provider) Provision(ctx context.Context, spec topology.Spec) (*topology
 			role, crds = topology.RoleManager, mgrCRDs
 		}
 		fmt.Fprintf(spec.Progress, "local: starting %s cluster %q\n", role, names[i])
-		c, lc, err := p.startCluster(ctx, names[i], role, bins, crds, clusterHooks{kueue: hooks, jobSet: jobSetHooks}, kb)
+		c, lc, err := p.startCluster(ctx, names[i], role, bins, crds, clusterHooks{kueue: hooks, jobSet: jobSetHooks, kubeflow: kubeflowHooks}, kb)
 		if err == nil {
 			k := lc.binary()
 			err = publishKueueConfig(ctx, c, spec.Kueue.Namespace, k.configPath, k.reported)
@@ -435,7 +447,7 @@ func (p *Provider) Provision(ctx context.Context, spec topology.Spec) (*topology
 
 // clusterHooks are the webhook registrations a cluster's components serve.
 type clusterHooks struct {
-	kueue, jobSet webhookConfigs
+	kueue, jobSet, kubeflow webhookConfigs
 }
 
 // startCluster starts one cluster's control plane, CRDs,
@@ -504,6 +516,11 @@ func (p *Provider) startCluster(ctx context.Context, name string, role topology.
 	if ray {
 		steps = append(steps, func() error { return lc.startKubeRay(ctx, kb.kubeRay, p.opts) })
 	}
+	if worker && kb.trainingOperator.Path != "" {
+		steps = append(steps, func() error {
+			return lc.startTrainingOperator(ctx, c, kb.trainingOperator, hooks.kubeflow, kb.kubeflowSchemes, p.opts)
+		})
+	}
 	if worker {
 		np := p.nodes.pools[name]
 		steps = append(steps, func() error { return lc.startNodes(ctx, c, np, p.nodes, p.opts.StartTimeout) })
@@ -540,11 +557,20 @@ func runnableIntegrations(integrations []string) error {
 		switch in {
 		case topology.IntegrationBatchJob, topology.IntegrationJobSet, topology.IntegrationRayJob, topology.IntegrationRayCluster:
 		default:
-			return fmt.Errorf("local: topology.Options.Kueue.Integrations[%d]: %q: the local topology runs the controllers of %s, %s, %s and %s only; run other kinds on existing clusters whose operators are installed",
-				i, in, topology.IntegrationBatchJob, topology.IntegrationJobSet, topology.IntegrationRayJob, topology.IntegrationRayCluster)
+			if _, ok := kubeflowScheme(in); ok {
+				continue
+			}
+			return fmt.Errorf("local: topology.Options.Kueue.Integrations[%d]: %q: the local topology runs the controllers of %s only; run other kinds on existing clusters whose operators are installed",
+				i, in, strings.Join(runnable(), ", "))
 		}
 	}
 	return nil
+}
+
+// runnable are the integrations whose controllers the local topology runs.
+func runnable() []string {
+	return []string{topology.IntegrationBatchJob, topology.IntegrationJobSet, topology.IntegrationRayJob, topology.IntegrationRayCluster,
+		topology.IntegrationPyTorchJob, topology.IntegrationTFJob, topology.IntegrationXGBoostJob, topology.IntegrationPaddleJob, topology.IntegrationJAXJob}
 }
 
 // isRayIntegration reports whether a Kueue integration is one of KubeRay's

@@ -30,7 +30,12 @@ type webhookConfigs struct {
 // loadWebhookConfigsAt reads the webhook registrations of the source tree
 // at root (a module's or a checkout's).
 func loadWebhookConfigsAt(root, prefix string) (webhookConfigs, error) {
-	path := filepath.Join(root, "config", "components", "webhook", "manifests.yaml")
+	return loadWebhookConfigsFile(filepath.Join(root, "config", "components", "webhook", "manifests.yaml"), prefix)
+}
+
+// loadWebhookConfigsFile reads the webhook registrations of one manifest
+// file.
+func loadWebhookConfigsFile(path, prefix string) (webhookConfigs, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return webhookConfigs{}, err

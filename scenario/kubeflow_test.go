@@ -1,0 +1,227 @@
+package scenario_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	"github.com/multikueue-testkit/testkit/assert"
+	"github.com/multikueue-testkit/testkit/internal/poll"
+	"github.com/multikueue-testkit/testkit/observe"
+	"github.com/multikueue-testkit/testkit/scenario"
+	"github.com/multikueue-testkit/testkit/workload"
+)
+
+// kubeflowKinds are the Kubeflow training-operator's kinds that MultiKueue
+// dispatches on Kueue v0.19.2; the JAXJob is not among them
+// (TestJAXJobIsRefusedByTheWorkersKueue).
+func kubeflowKinds() []observe.Kind {
+	return []observe.Kind{observe.KindPyTorchJob, observe.KindTFJob, observe.KindXGBoostJob, observe.KindPaddleJob}
+}
+
+// TestKubeflowKindsSucceedAndFail dispatches, for each Kubeflow training
+// job kind, one job that succeeds and one that fails through MultiKueue to
+// workers that run the real training-operator, and judges each with every
+// assertion Dispatch runs (Finished, ExactlyOnceAdmitted, NominationCleared,
+// LosersCleaned, StatusSynced, the outcome, QuotaRespected, NoOrphans).
+func TestKubeflowKindsSucceedAndFail(t *testing.T) {
+	env := kubeflow.get(t)
+	for _, k := range kubeflowKinds() {
+		for _, fails := range []bool{false, true} {
+			name := fmt.Sprintf("%s/succeeds", k)
+			if fails {
+				name = fmt.Sprintf("%s/fails", k)
+			}
+			t.Run(name, func(t *testing.T) {
+				prefix := "kf-" + strings.ToLower(string(k))
+				if fails {
+					prefix += "-failing"
+				}
+				start := time.Now()
+				res, ok := scenario.For(t, env).Dispatch(context.Background(), scenario.DispatchOptions{
+					Kinds: []observe.Kind{k}, NamePrefix: prefix, CPU: "250m", Memory: "128Mi", Fails: fails,
+				})
+				t.Logf("%s in %s (ok=%t); placed on %v", k, time.Since(start).Round(time.Millisecond), ok, res.PerWorker())
+			})
+		}
+	}
+}
+
+// TestJAXJobIsRefusedByTheWorkersKueue is a finding: Kueue v0.19.2 has a
+// MultiKueue adapter for the JAXJob, but its own JAXJob webhook on the worker
+// refuses the copy MultiKueue creates there, because the copy names its
+// prebuilt Workload and the JAXJob is missing from Kueue's list of kinds that
+// may (jobframework's supportedPrebuiltWlJobGVKs). The manager's Workload
+// stays reserved and unplaced, retried with backoff, and the job never runs.
+// The check is Finished's own failure: it must name the refused create and
+// the webhook's reason. A Kueue that dispatches JAXJobs passes it, and the
+// test says the finding no longer holds.
+func TestJAXJobIsRefusedByTheWorkersKueue(t *testing.T) {
+	env := kubeflow.get(t)
+	ctx := context.Background()
+	b := workload.NewJAXJob("kf-jax", "default").Queue("user-queue").Requests("250m", "128Mi")
+	job := b.Obj()
+	if err := b.Err(); err != nil {
+		t.Fatal(err)
+	}
+	mgr := env.Topo.Manager
+	if err := mgr.Client.Create(ctx, job); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = mgr.Client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground)) })
+	chk := assert.New(env.Topo, env.Obs)
+	chk.Timeout = 30 * time.Second
+	err := chk.Finished(ctx, job)
+	if err == nil {
+		t.Logf("FINDING NO LONGER HOLDS: Kueue %s dispatched and finished a JAXJob through MultiKueue", env.Topo.Facts.Version)
+		return
+	}
+	var f *assert.Failure
+	if !errors.As(err, &f) {
+		t.Fatalf("want an assertion failure or success, got %v", err)
+	}
+	for _, want := range []string{"Finished failed for Workload default/jaxjob-kf-jax-", "create jaxjobs.kubeflow.org default/kf-jax by system:serviceaccount:kueue-system:multikueue-manager",
+		`refused by admission webhook vjaxjob.kb.io`, `prebuilt-workload-name]: Forbidden: Is not supported for "kubeflow.org/v1, Kind=JAXJob"`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the failure does not name the cause: lacks %q:\n%v", want, err)
+		}
+	}
+	t.Logf("the failure reads:\n%v", err)
+}
+
+// TestKubeflowJobWithASecondAdmissionFailsExactlyOnceAdmitted places a
+// PyTorchJob, then gives the other worker an admitted copy of its Workload
+// for a moment, through the real API: ExactlyOnceAdmitted must name it.
+func TestKubeflowJobWithASecondAdmissionFailsExactlyOnceAdmitted(t *testing.T) {
+	env := kubeflow.get(t)
+	ctx := context.Background()
+	b := workload.NewPyTorchJob("kf-double", "default").Queue("user-queue").Requests("250m", "128Mi").RunFor(20 * time.Second)
+	job := b.Obj()
+	if err := b.Err(); err != nil {
+		t.Fatal(err)
+	}
+	mgr := env.Topo.Manager
+	if err := mgr.Client.Create(ctx, job); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = mgr.Client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground)) })
+	chk := assert.New(env.Topo, env.Obs)
+	chk.Timeout = time.Minute
+	if err := chk.ExactlyOnceAdmitted(ctx, job); err != nil {
+		t.Fatalf("healthy before the injection: %v", err)
+	}
+	var wl kueue.Workload
+	err := poll.Until(ctx, time.Minute, "the PyTorchJob's manager Workload to get a clusterName", func(ctx context.Context) error {
+		got, err := observe.WorkloadOf(ctx, mgr.Client, job.Namespace, job.UID)
+		if err != nil {
+			return err
+		}
+		if got.Status.ClusterName == nil {
+			return errors.New("not placed yet")
+		}
+		wl = *got
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	winner := *wl.Status.ClusterName
+	loser := env.Topo.Workers[0]
+	if loser.Name == winner {
+		loser = env.Topo.Workers[1]
+	}
+	// A while after the placement, clear of the skew allowance for informer
+	// delivery (assert.DefaultSkew): a scenario delay, not a wait for state.
+	<-time.After(time.Second)
+	copyWl := workload.NewWorkload(wl.Name, wl.Namespace).Queue("user-queue").Requests("250m", "128Mi").
+		Label(observe.LabelOrigin, env.Topo.Spec.Kueue.Origin).Obj()
+	created := time.Now()
+	if err := loser.Client.Create(ctx, copyWl); err != nil {
+		t.Fatal(err)
+	}
+	err = poll.UntilEvery(ctx, 30*time.Second, 10*time.Millisecond, fmt.Sprintf("cluster %q: the injected copy %s to be admitted", loser.Name, wl.Name), func(ctx context.Context) error {
+		got := &kueue.Workload{}
+		if err := loser.Client.Get(ctx, client.ObjectKeyFromObject(copyWl), got); err != nil {
+			return err
+		}
+		if !apimeta.IsStatusConditionTrue(got.Status.Conditions, kueue.WorkloadAdmitted) {
+			return errors.New("not admitted")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := loser.Client.Delete(ctx, copyWl); err != nil {
+		t.Fatal(err)
+	}
+	err = poll.Until(ctx, 10*time.Second, "the Observer to record the copy's deletion", func(context.Context) error {
+		evs, _ := env.Obs.History(observe.KindWorkload, wl.Namespace, wl.Name)
+		for _, e := range evs {
+			if e.Cluster == loser.Name && e.Type == observe.Deleted && e.Time.After(created) {
+				return nil
+			}
+		}
+		return errors.New("not yet")
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = chk.ExactlyOnceAdmitted(ctx, job)
+	var f *assert.Failure
+	if !errors.As(err, &f) {
+		t.Fatalf("want an assertion failure, got %v", err)
+	}
+	for _, want := range []string{"ExactlyOnceAdmitted failed", "PyTorchJob", `cluster "` + loser.Name + `"`, wl.Name, "after the manager had selected", `cluster "` + winner + `"`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("failure message lacks %q:\n%v", want, err)
+		}
+	}
+	t.Logf("the failure reads:\n%v", err)
+}
+
+// TestStrayKubeflowCopiesFailNoOrphans leaves, on a worker, a TFJob and a
+// PyTorchJob labelled as MultiKueue's copies whose manager objects do not
+// exist, created through the real API (the training-operator runs them):
+// NoOrphans must name both.
+func TestStrayKubeflowCopiesFailNoOrphans(t *testing.T) {
+	env := kubeflow.get(t)
+	ctx := context.Background()
+	w := env.Topo.Workers[1]
+	origin := env.Topo.Spec.Kueue.Origin
+	tf := workload.NewTFJob("kf-stray-tf", "default").Label(observe.LabelOrigin, origin).Label(observe.LabelPrebuiltWorkload, "tfjob-kf-stray-tf-gone").Obj()
+	tf.Spec.RunPolicy.Suspend = nil
+	pt := workload.NewPyTorchJob("kf-stray-pt", "default").Label(observe.LabelOrigin, origin).Label(observe.LabelPrebuiltWorkload, "pytorchjob-kf-stray-pt-gone").Obj()
+	pt.Spec.RunPolicy.Suspend = nil
+	strays := []client.Object{tf, pt}
+	for _, o := range strays {
+		if err := w.Client.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		for _, o := range strays {
+			_ = w.Client.Delete(ctx, o, client.PropagationPolicy(metav1.DeletePropagationBackground))
+		}
+	})
+	err := assert.New(env.Topo, env.Obs).NoOrphans(ctx)
+	var f *assert.Failure
+	if !errors.As(err, &f) {
+		t.Fatalf("want an assertion failure, got %v", err)
+	}
+	for _, want := range []string{"NoOrphans failed", `cluster "` + w.Name + `": TFJob default/kf-stray-tf (age`, `cluster "` + w.Name + `": PyTorchJob default/kf-stray-pt (age`,
+		"no TFJob of that name on the manager", "no PyTorchJob of that name on the manager"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("failure message lacks %q:\n%v", want, err)
+		}
+	}
+	t.Logf("the failure reads:\n%v", err)
+}
