@@ -54,7 +54,7 @@ func Prepare(ctx context.Context, integrations ...string) error {
 		if err != nil {
 			return err
 		}
-		build = func(ctx context.Context) error { return kind.Prepare(ctx, ko, os.Stderr, integrations...) }
+		build = func(ctx context.Context) error { return kind.Prepare(ctx, ko, os.Stderr, forKind(io.Discard, integrations)...) }
 		what, first = "the offline kind images and their binaries", "go run github.com/multikueue-testkit/testkit/cmd/mktk kind node"
 	default:
 		return nil
@@ -132,6 +132,7 @@ func New(ctx context.Context, opts topology.Options) (*topology.Topology, error)
 			return nil, err
 		}
 		fmt.Fprintf(progress, "examples: %s=kind: 1 manager + %d workers on kind clusters\n", EnvProvider, opts.Workers)
+		opts.Kueue.Integrations = forKind(progress, opts.Kueue.Integrations)
 		return kind.New(ctx, opts, ko)
 	default:
 		return nil, fmt.Errorf("examples: %s=%q: use \"local\" or \"kind\"", EnvProvider, p)
@@ -142,4 +143,24 @@ func New(ctx context.Context, opts topology.Options) (*topology.Topology, error)
 	fmt.Fprintf(progress, "examples: %s set: attaching %d workers in %s mode\n", existing.EnvKubeconfigs, len(o.Workers), o.Mode)
 	opts.Workers, opts.WorkerNames, opts.ManagerName = 0, nil, ""
 	return existing.New(ctx, opts, o)
+}
+
+// Integrations are the Kueue integrations of the examples that show every
+// job kind: batch/Job, JobSet and RayJob.
+func Integrations() []string {
+	return []string{topology.IntegrationBatchJob, topology.IntegrationJobSet, topology.IntegrationRayJob}
+}
+
+// forKind leaves out of integrations what the kind provider cannot install
+// (the Ray integrations: no KubeRay chart, see topology/kind), saying so.
+func forKind(progress io.Writer, integrations []string) []string {
+	var out []string
+	for _, in := range integrations {
+		if in == topology.IntegrationRayJob || in == topology.IntegrationRayCluster {
+			fmt.Fprintf(progress, "examples: %s=kind: %s left out (the kind provider cannot install the KubeRay operator)\n", EnvProvider, in)
+			continue
+		}
+		out = append(out, in)
+	}
+	return out
 }
