@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	kfmpi "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v2beta1"
 	kftraining "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -30,6 +31,8 @@ const (
 	KindXGBoostJob Kind = "XGBoostJob"
 	KindPaddleJob  Kind = "PaddleJob"
 	KindJAXJob     Kind = "JAXJob"
+	// The MPI operator's MPIJob (kubeflow.org/v2beta1).
+	KindMPIJob Kind = "MPIJob"
 )
 
 // JobState is what the Observer and the assertions read from a job object
@@ -68,6 +71,7 @@ func jobKindTable() []jobKind {
 		{KindTFJob, topology.IntegrationTFJob, func() client.Object { return &kftraining.TFJob{} }, func() client.ObjectList { return &kftraining.TFJobList{} }, kubeflowState},
 		{KindXGBoostJob, topology.IntegrationXGBoostJob, func() client.Object { return &kftraining.XGBoostJob{} }, func() client.ObjectList { return &kftraining.XGBoostJobList{} }, kubeflowState},
 		{KindPaddleJob, topology.IntegrationPaddleJob, func() client.Object { return &kftraining.PaddleJob{} }, func() client.ObjectList { return &kftraining.PaddleJobList{} }, kubeflowState},
+		{KindMPIJob, topology.IntegrationMPIJob, func() client.Object { return &kfmpi.MPIJob{} }, func() client.ObjectList { return &kfmpi.MPIJobList{} }, mpiJobState},
 		{KindJAXJob, topology.IntegrationJAXJob, func() client.Object { return &kftraining.JAXJob{} }, func() client.ObjectList { return &kftraining.JAXJobList{} }, kubeflowState},
 	}
 }
@@ -138,6 +142,8 @@ func JobKindOf(obj client.Object) (Kind, bool) {
 		return KindPaddleJob, true
 	case *kftraining.JAXJob:
 		return KindJAXJob, true
+	case *kfmpi.MPIJob:
+		return KindMPIJob, true
 	}
 	return "", false
 }
@@ -222,16 +228,54 @@ func kubeflowState(obj client.Object) JobState {
 	roles := make([]string, 0, len(status.ReplicaStatuses))
 	for role, rs := range status.ReplicaStatuses {
 		if rs != nil {
-			roles = append(roles, fmt.Sprintf("%s(active=%d succeeded=%d failed=%d)", role, rs.Active, rs.Succeeded, rs.Failed))
+			roles = append(roles, roleSummary(string(role), rs.Active, rs.Succeeded, rs.Failed))
 		}
 	}
+	s.Summary = replicaSummary(roles, s)
+	return s
+}
+
+// mpiJobState reads an MPIJob (the MPI operator's kubeflow.org/v2beta1) as
+// kubeflowState reads the training-operator's jobs: its status has the same
+// shape in a type of its own, and Kueue's MultiKueue adapter copies all of
+// it.
+func mpiJobState(obj client.Object) JobState {
+	j := obj.(*kfmpi.MPIJob)
+	s := JobState{Suspended: ptr.Deref(j.Spec.RunPolicy.Suspend, false), Started: j.Status.StartTime != nil}
+	for _, c := range j.Status.Conditions {
+		if c.Status != corev1.ConditionTrue {
+			continue
+		}
+		switch c.Type {
+		case kfmpi.JobSucceeded:
+			s.Succeeded, s.Reason = true, c.Reason
+		case kfmpi.JobFailed:
+			s.Failed, s.Reason = true, c.Reason
+		}
+	}
+	roles := make([]string, 0, len(j.Status.ReplicaStatuses))
+	for role, rs := range j.Status.ReplicaStatuses {
+		if rs != nil {
+			roles = append(roles, roleSummary(string(role), rs.Active, rs.Succeeded, rs.Failed))
+		}
+	}
+	s.Summary = replicaSummary(roles, s)
+	return s
+}
+
+func roleSummary(role string, active, succeeded, failed int32) string {
+	return fmt.Sprintf("%s(active=%d succeeded=%d failed=%d)", role, active, succeeded, failed)
+}
+
+// replicaSummary is the roles' counts in a fixed order and the terminal
+// condition.
+func replicaSummary(roles []string, s JobState) string {
 	slices.Sort(roles)
 	terminal := "none"
 	if s.Finished() {
 		terminal = map[bool]string{true: "Succeeded", false: "Failed"}[s.Succeeded]
 	}
-	s.Summary = fmt.Sprintf("%s terminal=%s", strings.Join(roles, " "), terminal)
-	return s
+	return fmt.Sprintf("%s terminal=%s", strings.Join(roles, " "), terminal)
 }
 
 // kubeflowParts returns a Kubeflow training job's run policy and status.

@@ -73,12 +73,13 @@ func TestKubeflowPodsBelongToTheirJob(t *testing.T) {
 			kftraining.JobNameLabel: "train", kftraining.OperatorNameLabel: op}}}
 	}
 	for op, want := range map[string]Kind{"pytorchjob-controller": KindPyTorchJob, "tfjob-controller": KindTFJob,
-		"xgboostjob-controller": KindXGBoostJob, "paddlejob-controller": KindPaddleJob, "jaxjob-controller": KindJAXJob} {
+		"xgboostjob-controller": KindXGBoostJob, "paddlejob-controller": KindPaddleJob, "jaxjob-controller": KindJAXJob,
+		"mpi-operator": KindMPIJob} {
 		if k, n, ok := podOwner(pod(op)); !ok || k != want || n != "train" {
 			t.Errorf("%s: got %s %q %t, want %s train", op, k, n, ok, want)
 		}
 	}
 	if k, _, ok := podOwner(pod("mpijob-controller")); ok {
-		t.Errorf("a v1 MPIJob's pod (no kind the Observer records) was taken for a %s's", k)
+		t.Errorf("a training-operator v1 MPIJob's pod (no kind the Observer records) was taken for a %s's", k)
 	}
 }

@@ -33,8 +33,9 @@ const (
 	rayOriginatedFromCRD    = "ray.io/originated-from-crd"
 )
 
-// kubeflowOperator maps a training-operator controller's name (its pods'
-// OperatorNameLabel) to the job kind it runs.
+// kubeflowOperator maps a training-operator controller's name, or the MPI
+// operator's (its pods' OperatorNameLabel, on an MPIJob's launcher and
+// workers alike), to the job kind it runs.
 func kubeflowOperator(name string) (Kind, bool) {
 	switch name {
 	case "pytorchjob-controller":
@@ -47,6 +48,8 @@ func kubeflowOperator(name string) (Kind, bool) {
 		return KindPaddleJob, true
 	case "jaxjob-controller":
 		return KindJAXJob, true
+	case "mpi-operator":
+		return KindMPIJob, true
 	}
 	return "", false
 }

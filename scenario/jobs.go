@@ -54,6 +54,8 @@ func (j JobTemplate) Build() (client.Object, error) {
 		return build(j, workload.NewPaddleJob(j.Name, j.Namespace), (*workload.PaddleJobBuilder).Obj)
 	case observe.KindJAXJob:
 		return build(j, workload.NewJAXJob(j.Name, j.Namespace), (*workload.JAXJobBuilder).Obj)
+	case observe.KindMPIJob:
+		return build(j, workload.NewMPIJob(j.Name, j.Namespace), (*workload.MPIJobBuilder).Obj)
 	}
 	return nil, fmt.Errorf("scenario: job kind %q: package workload has no builder for it (buildable: %v)", j.Kind, buildableKinds())
 }
@@ -79,7 +81,7 @@ func build[B templated[B], O client.Object](j JobTemplate, b B, obj func(B) O) (
 // buildableKinds are the job kinds JobTemplate.Build can build.
 func buildableKinds() []observe.Kind {
 	return []observe.Kind{observe.KindJob, observe.KindJobSet, observe.KindRayJob,
-		observe.KindPyTorchJob, observe.KindTFJob, observe.KindXGBoostJob, observe.KindPaddleJob, observe.KindJAXJob}
+		observe.KindPyTorchJob, observe.KindTFJob, observe.KindXGBoostJob, observe.KindPaddleJob, observe.KindJAXJob, observe.KindMPIJob}
 }
 
 // Kinds returns the job kinds the topology's Kueue integrations enable that

@@ -21,15 +21,16 @@ import (
 )
 
 // kubeflowKinds are the Kubeflow training-operator's kinds that MultiKueue
-// dispatches on Kueue v0.19.2; the JAXJob is not among them
-// (TestJAXJobIsRefusedByTheWorkersKueue).
+// dispatches on Kueue v0.19.2 (the JAXJob is not among them:
+// TestJAXJobIsRefusedByTheWorkersKueue) and the MPI operator's MPIJob.
 func kubeflowKinds() []observe.Kind {
-	return []observe.Kind{observe.KindPyTorchJob, observe.KindTFJob, observe.KindXGBoostJob, observe.KindPaddleJob}
+	return []observe.Kind{observe.KindPyTorchJob, observe.KindTFJob, observe.KindXGBoostJob, observe.KindPaddleJob, observe.KindMPIJob}
 }
 
 // TestKubeflowKindsSucceedAndFail dispatches, for each Kubeflow training
-// job kind, one job that succeeds and one that fails through MultiKueue to
-// workers that run the real training-operator, and judges each with every
+// job kind and the MPIJob, one job that succeeds and one that fails through
+// MultiKueue to workers that run the real training-operator and MPI
+// operator, and judges each with every
 // assertion Dispatch runs (Finished, ExactlyOnceAdmitted, NominationCleared,
 // LosersCleaned, StatusSynced, the outcome, QuotaRespected, NoOrphans).
 func TestKubeflowKindsSucceedAndFail(t *testing.T) {
@@ -98,16 +99,29 @@ func TestJAXJobIsRefusedByTheWorkersKueue(t *testing.T) {
 }
 
 // TestKubeflowJobWithASecondAdmissionFailsExactlyOnceAdmitted places a
-// PyTorchJob, then gives the other worker an admitted copy of its Workload
-// for a moment, through the real API: ExactlyOnceAdmitted must name it.
+// PyTorchJob, and an MPIJob, then gives the other worker an admitted copy of
+// its Workload for a moment, through the real API: ExactlyOnceAdmitted must
+// name it.
 func TestKubeflowJobWithASecondAdmissionFailsExactlyOnceAdmitted(t *testing.T) {
 	env := kubeflow.get(t)
-	ctx := context.Background()
-	b := workload.NewPyTorchJob("kf-double", "default").Queue("user-queue").Requests("250m", "128Mi").RunFor(20 * time.Second)
-	job := b.Obj()
-	if err := b.Err(); err != nil {
-		t.Fatal(err)
+	for _, k := range []observe.Kind{observe.KindPyTorchJob, observe.KindMPIJob} {
+		t.Run(string(k), func(t *testing.T) {
+			job, err := scenario.JobTemplate{Kind: k, Name: "kf-double-" + strings.ToLower(string(k)), Namespace: "default",
+				Queue: "user-queue", CPU: "250m", Memory: "128Mi", RunFor: 20 * time.Second}.Build()
+			if err != nil {
+				t.Fatal(err)
+			}
+			secondAdmissionFails(t, env, job)
+		})
 	}
+}
+
+// secondAdmissionFails submits job, waits for its placement, gives the
+// other worker an admitted copy of its Workload for a moment and checks that
+// ExactlyOnceAdmitted names it.
+func secondAdmissionFails(t *testing.T, env *scenario.Env, job client.Object) {
+	ctx := context.Background()
+	kind, _ := observe.JobKindOf(job)
 	mgr := env.Topo.Manager
 	if err := mgr.Client.Create(ctx, job); err != nil {
 		t.Fatal(err)
@@ -119,8 +133,8 @@ func TestKubeflowJobWithASecondAdmissionFailsExactlyOnceAdmitted(t *testing.T) {
 		t.Fatalf("healthy before the injection: %v", err)
 	}
 	var wl kueue.Workload
-	err := poll.Until(ctx, time.Minute, "the PyTorchJob's manager Workload to get a clusterName", func(ctx context.Context) error {
-		got, err := observe.WorkloadOf(ctx, mgr.Client, job.Namespace, job.UID)
+	err := poll.Until(ctx, time.Minute, fmt.Sprintf("the %s's manager Workload to get a clusterName", kind), func(ctx context.Context) error {
+		got, err := observe.WorkloadOf(ctx, mgr.Client, job.GetNamespace(), job.GetUID())
 		if err != nil {
 			return err
 		}
@@ -180,7 +194,7 @@ func TestKubeflowJobWithASecondAdmissionFailsExactlyOnceAdmitted(t *testing.T) {
 	if !errors.As(err, &f) {
 		t.Fatalf("want an assertion failure, got %v", err)
 	}
-	for _, want := range []string{"ExactlyOnceAdmitted failed", "PyTorchJob", `cluster "` + loser.Name + `"`, wl.Name, "after the manager had selected", `cluster "` + winner + `"`} {
+	for _, want := range []string{"ExactlyOnceAdmitted failed", string(kind) + " default/" + job.GetName(), `cluster "` + loser.Name + `"`, wl.Name, "after the manager had selected", `cluster "` + winner + `"`} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("failure message lacks %q:\n%v", want, err)
 		}
@@ -188,10 +202,10 @@ func TestKubeflowJobWithASecondAdmissionFailsExactlyOnceAdmitted(t *testing.T) {
 	t.Logf("the failure reads:\n%v", err)
 }
 
-// TestStrayKubeflowCopiesFailNoOrphans leaves, on a worker, a TFJob and a
-// PyTorchJob labelled as MultiKueue's copies whose manager objects do not
-// exist, created through the real API (the training-operator runs them):
-// NoOrphans must name both.
+// TestStrayKubeflowCopiesFailNoOrphans leaves, on a worker, a TFJob, a
+// PyTorchJob and an MPIJob labelled as MultiKueue's copies whose manager
+// objects do not exist, created through the real API (the operators run
+// them): NoOrphans must name each.
 func TestStrayKubeflowCopiesFailNoOrphans(t *testing.T) {
 	env := kubeflow.get(t)
 	ctx := context.Background()
@@ -201,7 +215,9 @@ func TestStrayKubeflowCopiesFailNoOrphans(t *testing.T) {
 	tf.Spec.RunPolicy.Suspend = nil
 	pt := workload.NewPyTorchJob("kf-stray-pt", "default").Label(observe.LabelOrigin, origin).Label(observe.LabelPrebuiltWorkload, "pytorchjob-kf-stray-pt-gone").Obj()
 	pt.Spec.RunPolicy.Suspend = nil
-	strays := []client.Object{tf, pt}
+	mpi := workload.NewMPIJob("kf-stray-mpi", "default").Label(observe.LabelOrigin, origin).Label(observe.LabelPrebuiltWorkload, "mpijob-kf-stray-mpi-gone").Obj()
+	mpi.Spec.RunPolicy.Suspend = nil
+	strays := []client.Object{tf, pt, mpi}
 	for _, o := range strays {
 		if err := w.Client.Create(ctx, o); err != nil {
 			t.Fatal(err)
@@ -218,7 +234,8 @@ func TestStrayKubeflowCopiesFailNoOrphans(t *testing.T) {
 		t.Fatalf("want an assertion failure, got %v", err)
 	}
 	for _, want := range []string{"NoOrphans failed", `cluster "` + w.Name + `": TFJob default/kf-stray-tf (age`, `cluster "` + w.Name + `": PyTorchJob default/kf-stray-pt (age`,
-		"no TFJob of that name on the manager", "no PyTorchJob of that name on the manager"} {
+		`cluster "` + w.Name + `": MPIJob default/kf-stray-mpi (age`,
+		"no TFJob of that name on the manager", "no PyTorchJob of that name on the manager", "no MPIJob of that name on the manager"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("failure message lacks %q:\n%v", want, err)
 		}

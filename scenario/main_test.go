@@ -72,13 +72,14 @@ var (
 		Integrations: []string{topology.IntegrationBatchJob, topology.IntegrationJobSet, topology.IntegrationRayJob},
 	}}}
 	// kubeflow: 1 manager + 2 workers with every Kubeflow training-operator
-	// kind (the workers run the training-operator) and MultiKueue's garbage
+	// kind and the MPIJob (the workers run the training-operator and the MPI
+	// operator) and MultiKueue's garbage
 	// collector off, so that the strays a test makes stay until it removes
 	// them.
 	kubeflow = &sharedEnv{name: "kubeflow", opts: topology.Options{Workers: 2, Kueue: topology.KueueOptions{
 		GCInterval: dur(0),
 		Integrations: []string{topology.IntegrationBatchJob, topology.IntegrationPyTorchJob, topology.IntegrationTFJob,
-			topology.IntegrationXGBoostJob, topology.IntegrationPaddleJob, topology.IntegrationJAXJob},
+			topology.IntegrationXGBoostJob, topology.IntegrationPaddleJob, topology.IntegrationJAXJob, topology.IntegrationMPIJob},
 	}}}
 	// resilient: 1 manager + 3 workers with a 20 s workerLostTimeout and a
 	// 15 s gcInterval, for the outage and restart scenarios.

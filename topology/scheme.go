@@ -1,6 +1,7 @@
 package topology
 
 import (
+	kfmpi "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v2beta1"
 	kftraining "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -14,7 +15,7 @@ import (
 
 // NewScheme returns a fresh scheme with every type a topology's clients use:
 // core and batch (client-go), apiextensions, Kueue v1beta2 (and v1beta1),
-// JobSet, Ray, the Kubeflow training jobs and ClusterProfile. Each call returns a new scheme; nothing is
+// JobSet, Ray, the Kubeflow training jobs, the MPIJob and ClusterProfile. Each call returns a new scheme; nothing is
 // shared between topologies.
 func NewScheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
@@ -26,6 +27,7 @@ func NewScheme() (*runtime.Scheme, error) {
 		jobsetv1alpha2.AddToScheme,
 		rayv1.AddToScheme,
 		kftraining.AddToScheme,
+		kfmpi.AddToScheme,
 		inventoryv1alpha1.AddToScheme,
 	} {
 		if err := add(s); err != nil {

@@ -49,6 +49,17 @@ func TrainingOperator() OperatorSpec {
 	return OperatorSpec{Name: "training-operator", Module: "github.com/kubeflow/training-operator", Main: trainingOperatorMain}
 }
 
+//go:embed mains/mpi-operator.go.txt
+var mpiOperatorMain string
+
+// MPIOperator is the MPI operator's MPIJob controller (kubeflow.org/v2beta1)
+// under a main of this library's (mains/mpi-operator.go.txt): upstream's
+// cmd/mpi-operator serves its health check on the fixed port 8080 and exits
+// when that is taken.
+func MPIOperator() OperatorSpec {
+	return OperatorSpec{Name: "mpi-operator", Module: "github.com/kubeflow/mpi-operator", Main: mpiOperatorMain}
+}
+
 // cacheName is the cache directory's name: name-version, and for a main of
 // this library's a digest of its source, so that a changed main is rebuilt.
 func (s OperatorSpec) cacheName(version string) string {

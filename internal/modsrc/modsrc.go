@@ -24,6 +24,7 @@ const (
 	KubeRay          = "github.com/ray-project/kuberay/ray-operator"
 	ClusterInventory = "sigs.k8s.io/cluster-inventory-api"
 	TrainingOperator = "github.com/kubeflow/training-operator"
+	MPIOperator      = "github.com/kubeflow/mpi-operator"
 )
 
 // Version returns the version of module path linked into this binary.

@@ -47,6 +47,9 @@ const (
 	// trainingOperatorUser is the Kubeflow training-operator's user
 	// (workers with a Kubeflow training job integration).
 	trainingOperatorUser = "training-operator"
+	// mpiOperatorUser is the MPI operator's user (workers with the MPIJob
+	// integration).
+	mpiOperatorUser = "mpi-operator"
 )
 
 // Roles of the real controllers the local topology runs, as timelines name
@@ -56,6 +59,7 @@ const (
 	roleJobSet            topology.WriterRole = "the JobSet controller"
 	roleKubeRay           topology.WriterRole = "the KubeRay operator"
 	roleTrainingOperator  topology.WriterRole = "the Kubeflow training-operator"
+	roleMPIOperator       topology.WriterRole = "the MPI operator"
 	roleScheduler         topology.WriterRole = "kube-scheduler"
 	roleKWOK              topology.WriterRole = "the KWOK controller (the kubelet's part)"
 	roleAutoscaler        topology.WriterRole = "the simulated autoscaler"
@@ -78,6 +82,8 @@ func roleOf(user string) topology.WriterRole {
 		return roleKubeRay
 	case trainingOperatorUser:
 		return roleTrainingOperator
+	case mpiOperatorUser:
+		return roleMPIOperator
 	case schedulerUser:
 		return roleScheduler
 	case kwokUser:

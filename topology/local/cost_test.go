@@ -81,6 +81,7 @@ var costConfigs = []struct {
 	{"batch/job + JobSet", []string{topology.IntegrationBatchJob, topology.IntegrationJobSet}},
 	{"batch/job + RayJob + RayCluster", []string{topology.IntegrationBatchJob, topology.IntegrationRayJob, topology.IntegrationRayCluster}},
 	{"batch/job + PyTorchJob", []string{topology.IntegrationBatchJob, topology.IntegrationPyTorchJob}},
+	{"batch/job + MPIJob", []string{topology.IntegrationBatchJob, topology.IntegrationMPIJob}},
 }
 
 const costConfigEnv = "MKTK_MEASURE_CONFIG"
@@ -162,6 +163,8 @@ func measureCosts(t *testing.T, i int) {
 		switch {
 		case len(tc.integrations) > 1 && tc.integrations[1] == topology.IntegrationPyTorchJob:
 			objs = append(objs, workload.NewPyTorchJob(name, "default").Queue(lq).Requests("100m", "64Mi").RunFor(time.Second).Obj())
+		case len(tc.integrations) > 1 && tc.integrations[1] == topology.IntegrationMPIJob:
+			objs = append(objs, workload.NewMPIJob(name, "default").Queue(lq).Requests("100m", "64Mi").RunFor(time.Second).Obj())
 		case len(tc.integrations) > 1 && tc.integrations[1] == topology.IntegrationJobSet:
 			objs = append(objs, workload.NewJobSet(name, "default").Queue(lq).Requests("100m", "64Mi").RunFor(time.Second).Obj())
 		case len(tc.integrations) > 1:

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -83,6 +84,9 @@ func crdSources(integrations []string, clusterProfiles, kueueV1beta1, operators 
 	if len(kubeflow) > 0 {
 		srcs = append(srcs, crdSource{module: modsrc.TrainingOperator, root: roots.trainingOperator, dir: "manifests/base/crds", files: kubeflow})
 	}
+	if slices.Contains(integrations, topology.IntegrationMPIJob) {
+		srcs = append(srcs, crdSource{module: modsrc.MPIOperator, root: roots.mpiOperator, dir: "manifests/base", files: []string{"kubeflow.org_mpijobs.yaml"}})
+	}
 	if clusterProfiles {
 		srcs = append(srcs, clusterProfileCRDSource())
 	}
@@ -91,7 +95,7 @@ func crdSources(integrations []string, clusterProfiles, kueueV1beta1, operators 
 
 // crdRoots are the source trees of the binaries a topology runs, whose CRDs
 // it installs; "" means the pinned module's (in-process controllers).
-type crdRoots struct{ kueue, jobSet, kubeRay, trainingOperator string }
+type crdRoots struct{ kueue, jobSet, kubeRay, trainingOperator, mpiOperator string }
 
 // clusterProfileCRDSource is the ClusterProfile CRD of the pinned
 // cluster-inventory-api.

@@ -127,6 +127,9 @@ type binaryKueue struct {
 	// trainingOperator is the Kubeflow training-operator binary, when a
 	// Kubeflow training job integration is on (zero otherwise).
 	trainingOperator assets.Operator
+	// mpiOperator is the MPI operator binary, when the MPIJob integration
+	// is on (zero otherwise).
+	mpiOperator assets.Operator
 	// kubeflowSchemes are the training-operator's job kinds to run.
 	kubeflowSchemes []string
 }
@@ -287,7 +290,8 @@ func (lc *localCluster) newKueueBinary(kb *binaryKueue, o Options, f kueueProces
 // EnsureBinaries finds or builds every binary a local topology with these
 // options runs — kube-apiserver, etcd, kube-controller-manager, the Kueue
 // binary, kube-scheduler, the KWOK controller and, for the integrations
-// named, the operators' (JobSet, KubeRay) — without
+// named, the operators' (JobSet, KubeRay, the training-operator, the MPI
+// operator) — without
 // starting anything. A cold build takes tens of minutes on 2 cores; call it
 // from TestMain before m.Run (or before a suite's timeouts start), as the
 // bundled examples do, so that no test's timeout counts it. Later calls
@@ -308,6 +312,16 @@ func EnsureBinaries(ctx context.Context, o Options, integrations ...string) erro
 	}
 	if slices.ContainsFunc(integrations, isRayIntegration) {
 		if _, err := ensureKubeRay(ctx, ao, bin); err != nil {
+			return err
+		}
+	}
+	if len(kubeflowSchemes(integrations)) > 0 {
+		if _, err := ensureTrainingOperator(ctx, ao, bin); err != nil {
+			return err
+		}
+	}
+	if slices.Contains(integrations, topology.IntegrationMPIJob) {
+		if _, err := ensureMPIOperator(ctx, ao, bin); err != nil {
 			return err
 		}
 	}

@@ -359,6 +359,12 @@ func (p *Provider) Provision(ctx context.Context, spec topology.Spec) (*topology
 		}
 		roots.trainingOperator = kb.trainingOperator.SourceDir
 	}
+	if slices.Contains(spec.Kueue.Integrations, topology.IntegrationMPIJob) {
+		if kb.mpiOperator, err = ensureMPIOperator(ctx, p.opts.Assets.internal(), kb.bin); err != nil {
+			return nil, nil, err
+		}
+		roots.mpiOperator = kb.mpiOperator.SourceDir
+	}
 	if p.nodes, err = prepareNodes(ctx, p.opts.Assets.internal(), p.opts, spec); err != nil {
 		return nil, nil, err
 	}
@@ -516,6 +522,9 @@ func (p *Provider) startCluster(ctx context.Context, name string, role topology.
 	if ray {
 		steps = append(steps, func() error { return lc.startKubeRay(ctx, kb.kubeRay, p.opts) })
 	}
+	if worker && kb.mpiOperator.Path != "" {
+		steps = append(steps, func() error { return lc.startMPIOperator(ctx, kb.mpiOperator, p.opts) })
+	}
 	if worker && kb.trainingOperator.Path != "" {
 		steps = append(steps, func() error {
 			return lc.startTrainingOperator(ctx, c, kb.trainingOperator, hooks.kubeflow, kb.kubeflowSchemes, p.opts)
@@ -557,7 +566,7 @@ func runnableIntegrations(integrations []string) error {
 		switch in {
 		case topology.IntegrationBatchJob, topology.IntegrationJobSet, topology.IntegrationRayJob, topology.IntegrationRayCluster:
 		default:
-			if _, ok := kubeflowScheme(in); ok {
+			if _, ok := kubeflowScheme(in); ok || in == topology.IntegrationMPIJob {
 				continue
 			}
 			return fmt.Errorf("local: topology.Options.Kueue.Integrations[%d]: %q: the local topology runs the controllers of %s only; run other kinds on existing clusters whose operators are installed",
@@ -570,7 +579,8 @@ func runnableIntegrations(integrations []string) error {
 // runnable are the integrations whose controllers the local topology runs.
 func runnable() []string {
 	return []string{topology.IntegrationBatchJob, topology.IntegrationJobSet, topology.IntegrationRayJob, topology.IntegrationRayCluster,
-		topology.IntegrationPyTorchJob, topology.IntegrationTFJob, topology.IntegrationXGBoostJob, topology.IntegrationPaddleJob, topology.IntegrationJAXJob}
+		topology.IntegrationPyTorchJob, topology.IntegrationTFJob, topology.IntegrationXGBoostJob, topology.IntegrationPaddleJob, topology.IntegrationJAXJob,
+		topology.IntegrationMPIJob}
 }
 
 // isRayIntegration reports whether a Kueue integration is one of KubeRay's
