@@ -54,7 +54,9 @@ func Prepare(ctx context.Context, integrations ...string) error {
 		if err != nil {
 			return err
 		}
-		build = func(ctx context.Context) error { return kind.Prepare(ctx, ko, os.Stderr, forKind(io.Discard, integrations)...) }
+		build = func(ctx context.Context) error {
+			return kind.Prepare(ctx, ko, os.Stderr, forKind(io.Discard, integrations)...)
+		}
 		what, first = "the offline kind images and their binaries", "go run github.com/multikueue-testkit/testkit/cmd/mktk kind node"
 	default:
 		return nil
