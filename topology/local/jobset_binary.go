@@ -28,15 +28,37 @@ const jobSetWebhookPrefix = "jobset-"
 // ensureJobSet finds or builds the JobSet controller binary at the version
 // the Kueue binary bin requires in its go.mod.
 func ensureJobSet(ctx context.Context, ao assets.Options, bin assets.Kueue) (assets.Operator, error) {
-	v, err := bin.RequiredVersion(assets.JobSetOperator().Module)
+	return ensureOperator(ctx, ao, bin, assets.JobSetOperator())
+}
+
+// ensureOperator finds or builds the operator binary of spec at the version
+// the Kueue binary bin requires in its go.mod.
+func ensureOperator(ctx context.Context, ao assets.Options, bin assets.Kueue, spec assets.OperatorSpec) (assets.Operator, error) {
+	v, err := bin.RequiredVersion(spec.Module)
 	if err != nil {
 		return assets.Operator{}, err
 	}
-	js, err := assets.EnsureOperator(ctx, ao, assets.JobSetOperator(), v)
+	op, err := assets.EnsureOperator(ctx, ao, spec, v)
 	if err != nil {
 		return assets.Operator{}, fmt.Errorf("local: %w", err)
 	}
-	return js, nil
+	return op, nil
+}
+
+// startServingWebhooks starts b, a controller binary that serves webhooks,
+// and registers those of hooks it serves on cluster c.
+func (lc *localCluster) startServingWebhooks(ctx context.Context, c *topology.Cluster, b *controllerBinary, hooks webhookConfigs) error {
+	lc.mu.Lock()
+	lc.binaries = append(lc.binaries, b)
+	lc.mu.Unlock()
+	if err := b.start(ctx); err != nil {
+		return err
+	}
+	served, err := b.servedPaths(ctx, hooks.paths())
+	if err != nil {
+		return err
+	}
+	return registerWebhooks(ctx, c, hooks, served, b.webhookPort, lc.cp.ca.certPEM)
 }
 
 // startJobSetBinary starts cluster c's JobSet controller binary and
@@ -66,15 +88,5 @@ func (lc *localCluster) startJobSetBinary(ctx context.Context, c *topology.Clust
 		return err
 	}
 	b.args = []string{"--config=" + cfg, "--kubeconfig=" + kubeconfig}
-	lc.mu.Lock()
-	lc.binaries = append(lc.binaries, b)
-	lc.mu.Unlock()
-	if err := b.start(ctx); err != nil {
-		return err
-	}
-	served, err := b.servedPaths(ctx, hooks.paths())
-	if err != nil {
-		return err
-	}
-	return registerWebhooks(ctx, c, hooks, served, b.webhookPort, lc.cp.ca.certPEM)
+	return lc.startServingWebhooks(ctx, c, b, hooks)
 }

@@ -66,16 +66,7 @@ func kubeflowSchemes(integrations []string) []string {
 // ensureTrainingOperator finds or builds the training-operator binary at the
 // version the Kueue binary bin requires in its go.mod.
 func ensureTrainingOperator(ctx context.Context, ao assets.Options, bin assets.Kueue) (assets.Operator, error) {
-	spec := assets.TrainingOperator()
-	v, err := bin.RequiredVersion(spec.Module)
-	if err != nil {
-		return assets.Operator{}, err
-	}
-	op, err := assets.EnsureOperator(ctx, ao, spec, v)
-	if err != nil {
-		return assets.Operator{}, fmt.Errorf("local: %w", err)
-	}
-	return op, nil
+	return ensureOperator(ctx, ao, bin, assets.TrainingOperator())
 }
 
 // startTrainingOperator starts worker lc's training-operator for schemes and
@@ -104,15 +95,5 @@ func (lc *localCluster) startTrainingOperator(ctx context.Context, c *topology.C
 		return nil
 	}
 	b.env = []string{"KUBECONFIG=" + kubeconfig}
-	lc.mu.Lock()
-	lc.binaries = append(lc.binaries, b)
-	lc.mu.Unlock()
-	if err := b.start(ctx); err != nil {
-		return err
-	}
-	served, err := b.servedPaths(ctx, hooks.paths())
-	if err != nil {
-		return err
-	}
-	return registerWebhooks(ctx, c, hooks, served, b.webhookPort, lc.cp.ca.certPEM)
+	return lc.startServingWebhooks(ctx, c, b, hooks)
 }

@@ -29,15 +29,7 @@ import (
 // ensureKubeRay finds or builds the KubeRay operator binary at the version
 // the Kueue binary bin requires in its go.mod.
 func ensureKubeRay(ctx context.Context, ao assets.Options, bin assets.Kueue) (assets.Operator, error) {
-	v, err := bin.RequiredVersion(assets.KubeRayOperator().Module)
-	if err != nil {
-		return assets.Operator{}, err
-	}
-	op, err := assets.EnsureOperator(ctx, ao, assets.KubeRayOperator(), v)
-	if err != nil {
-		return assets.Operator{}, fmt.Errorf("local: %w", err)
-	}
-	return op, nil
+	return ensureOperator(ctx, ao, bin, assets.KubeRayOperator())
 }
 
 // startKubeRay starts worker lc's Ray head stand-in and its KubeRay

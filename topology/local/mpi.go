@@ -26,16 +26,7 @@ import (
 // ensureMPIOperator finds or builds the MPI operator binary at the version
 // the Kueue binary bin requires in its go.mod.
 func ensureMPIOperator(ctx context.Context, ao assets.Options, bin assets.Kueue) (assets.Operator, error) {
-	spec := assets.MPIOperator()
-	v, err := bin.RequiredVersion(spec.Module)
-	if err != nil {
-		return assets.Operator{}, err
-	}
-	op, err := assets.EnsureOperator(ctx, ao, spec, v)
-	if err != nil {
-		return assets.Operator{}, fmt.Errorf("local: %w", err)
-	}
-	return op, nil
+	return ensureOperator(ctx, ao, bin, assets.MPIOperator())
 }
 
 // startMPIOperator starts worker lc's MPI operator.
