@@ -125,7 +125,7 @@ func (c *Checker) resolve(ctx context.Context, obj client.Object) (target, error
 	}
 	kind, ok := observe.JobKindOf(obj)
 	if !ok {
-		return target{}, fmt.Errorf("%T %s/%s is neither a Workload nor a job kind the Observer knows (Job, JobSet, RayJob)", obj, obj.GetNamespace(), obj.GetName())
+		return target{}, fmt.Errorf("%T %s/%s is neither a Workload nor a job kind the Observer knows (%v)", obj, obj.GetNamespace(), obj.GetName(), observe.KnownJobKinds())
 	}
 	t := target{namespace: obj.GetNamespace(), job: obj.GetName(), jobKind: kind}
 	mgr := c.Topo.Manager.Name

@@ -92,6 +92,15 @@ func JobKindsFor(integrations []string) []Kind {
 	return out
 }
 
+// KnownJobKinds returns every job kind the Observer can record.
+func KnownJobKinds() []Kind {
+	var out []Kind
+	for _, jk := range jobKindTable() {
+		out = append(out, jk.kind)
+	}
+	return out
+}
+
 func lookupKind(k Kind) (jobKind, bool) {
 	for _, jk := range jobKindTable() {
 		if jk.kind == k {

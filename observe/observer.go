@@ -279,8 +279,8 @@ func (o *Observer) LastProgress(skip func(kind Kind, namespace, name string) boo
 	return last
 }
 
-// JobKinds returns the job kinds watched: batch/Job, and JobSet and RayJob
-// when their Kueue integration is on.
+// JobKinds returns the job kinds watched: batch/Job, and the other known
+// kinds (KnownJobKinds) whose Kueue integration is on.
 func (o *Observer) JobKinds() []Kind { return slices.Clone(o.jobKinds) }
 
 // Clusters returns the observed cluster names, manager first.

@@ -56,6 +56,19 @@ func TestKubeflowKindsSucceedAndFail(t *testing.T) {
 	}
 }
 
+// TestMixedKindsAtOnce submits one job of every kind the local topology runs
+// and Kueue v0.19.2 dispatches, all at once to the same two workers, and
+// judges them together with every assertion Dispatch runs.
+func TestMixedKindsAtOnce(t *testing.T) {
+	env := kubeflow.get(t)
+	kinds := append([]observe.Kind{observe.KindJob, observe.KindJobSet, observe.KindRayJob}, kubeflowKinds()...)
+	start := time.Now()
+	res, ok := scenario.For(t, env).Dispatch(context.Background(), scenario.DispatchOptions{
+		Kinds: kinds, NamePrefix: "mixed-kinds", CPU: "250m", Memory: "128Mi",
+	})
+	t.Logf("%d jobs of %d kinds at once in %s (ok=%t); per worker %v", len(res.Objects), len(kinds), time.Since(start).Round(time.Millisecond), ok, res.PerWorker())
+}
+
 // TestJAXJobIsRefusedByTheWorkersKueue is a finding: Kueue v0.19.2 has a
 // MultiKueue adapter for the JAXJob, but its own JAXJob webhook on the worker
 // refuses the copy MultiKueue creates there, because the copy names its

@@ -71,15 +71,17 @@ var (
 	mixed = &sharedEnv{name: "mixed", opts: topology.Options{Workers: 3, Kueue: topology.KueueOptions{
 		Integrations: []string{topology.IntegrationBatchJob, topology.IntegrationJobSet, topology.IntegrationRayJob},
 	}}}
-	// kubeflow: 1 manager + 2 workers with every Kubeflow training-operator
-	// kind and the MPIJob (the workers run the training-operator and the MPI
-	// operator) and MultiKueue's garbage
-	// collector off, so that the strays a test makes stay until it removes
-	// them.
+	// kubeflow: 1 manager + 2 workers with every integration the local
+	// topology runs: batch/Job, JobSet, RayJob, every Kubeflow
+	// training-operator kind and the MPIJob (the workers run the JobSet
+	// controller, the KubeRay operator, the training-operator and the MPI
+	// operator), and MultiKueue's garbage collector off, so that the strays a
+	// test makes stay until it removes them.
 	kubeflow = &sharedEnv{name: "kubeflow", opts: topology.Options{Workers: 2, Kueue: topology.KueueOptions{
 		GCInterval: dur(0),
-		Integrations: []string{topology.IntegrationBatchJob, topology.IntegrationPyTorchJob, topology.IntegrationTFJob,
-			topology.IntegrationXGBoostJob, topology.IntegrationPaddleJob, topology.IntegrationJAXJob, topology.IntegrationMPIJob},
+		Integrations: []string{topology.IntegrationBatchJob, topology.IntegrationJobSet, topology.IntegrationRayJob,
+			topology.IntegrationPyTorchJob, topology.IntegrationTFJob, topology.IntegrationXGBoostJob, topology.IntegrationPaddleJob,
+			topology.IntegrationJAXJob, topology.IntegrationMPIJob},
 	}}}
 	// resilient: 1 manager + 3 workers with a 20 s workerLostTimeout and a
 	// 15 s gcInterval, for the outage and restart scenarios.

@@ -106,8 +106,10 @@ const (
 
 // Integration names: Kueue's framework names of the job kinds MultiKueue
 // dispatches (TestIntegrationNamesAreKueues checks them against Kueue's).
-// The local topology runs the controllers of batch/Job, JobSet, RayJob and
-// RayCluster; the others' builders are in package workload.
+// The local topology runs the controllers of batch/Job, JobSet, RayJob,
+// RayCluster, the Kubeflow training jobs (PyTorchJob, TFJob, XGBoostJob,
+// PaddleJob, JAXJob) and the MPIJob; the others' builders are in package
+// workload.
 const (
 	IntegrationBatchJob        = "batch/job"
 	IntegrationJobSet          = "jobset.x-k8s.io/jobset"
