@@ -44,8 +44,9 @@ func (c *Checker) NoOrphansGrace() time.Duration {
 //
 // Reads come from the Observer's caches: the check costs no API requests,
 // whatever the number of workloads. It checks Workloads and the job kinds the
-// Observer watches (batch/Job; JobSet, RayJob, the Kubeflow training jobs and
-// the MPIJob when their integration is on: observe.JobKindsFor). Once none
+// Observer watches (batch/Job; JobSet, RayJob, the Kubeflow training jobs, the
+// MPIJob and the AppWrapper when their integration is on:
+// observe.JobKindsFor). Once none
 // is left, it checks the pods, with one list per worker
 // from its API server: a pod whose Job was MultiKueue's copy (by the
 // Observer's history) and is gone is an orphan too.

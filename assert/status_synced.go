@@ -154,9 +154,15 @@ type final struct {
 }
 
 // finalOf returns the first final transition of the job on cluster and the
-// last status it recorded before leaving.
+// last status it recorded before leaving: before its deletion was
+// requested, when it was. What a job's controller writes while it tears the
+// job down is not a status MultiKueue copies (the manager's Workload was
+// finished before MultiKueue deleted the remote copy): an AppWrapper's
+// controller turns its phase to Terminating and its conditions as it
+// deletes the wrapped resources.
 func finalOf(jobs []observe.Event, cluster string) final {
 	var f final
+	deleting := false
 	for _, e := range jobs {
 		if e.Cluster != cluster {
 			continue
@@ -166,8 +172,14 @@ func finalOf(jobs []observe.Event, cluster string) final {
 			if f.typ == "" {
 				f.typ, f.at = e.Type, e.Time
 			}
+		case observe.Created:
+			deleting = false // a new object of the name
+		case observe.DeletionRequested:
+			deleting = true
 		case observe.JobStatus:
-			f.status = e.Detail
+			if !deleting {
+				f.status = e.Detail
+			}
 		}
 	}
 	return f

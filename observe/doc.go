@@ -1,7 +1,8 @@
 // Package observe records what happens on every cluster of a topology.
 //
 // An Observer watches Workloads, job objects (batch Jobs; JobSets, RayJobs,
-// the Kubeflow training jobs and MPIJobs when their Kueue integration is on:
+// the Kubeflow training jobs, MPIJobs and AppWrappers when their Kueue
+// integration is on:
 // KnownJobKinds) and (on the manager)
 // MultiKueueClusters on each cluster through informers, and turns every change
 // into transitions with a timestamp and the cluster's name: quota reserved,

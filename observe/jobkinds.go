@@ -7,6 +7,7 @@ import (
 
 	kfmpi "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v2beta1"
 	kftraining "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
+	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -33,6 +34,8 @@ const (
 	KindJAXJob     Kind = "JAXJob"
 	// The MPI operator's MPIJob (kubeflow.org/v2beta1).
 	KindMPIJob Kind = "MPIJob"
+	// The AppWrapper (workload.codeflare.dev/v1beta2).
+	KindAppWrapper Kind = "AppWrapper"
 )
 
 // JobState is what the Observer and the assertions read from a job object
@@ -72,6 +75,7 @@ func jobKindTable() []jobKind {
 		{KindXGBoostJob, topology.IntegrationXGBoostJob, func() client.Object { return &kftraining.XGBoostJob{} }, func() client.ObjectList { return &kftraining.XGBoostJobList{} }, kubeflowState},
 		{KindPaddleJob, topology.IntegrationPaddleJob, func() client.Object { return &kftraining.PaddleJob{} }, func() client.ObjectList { return &kftraining.PaddleJobList{} }, kubeflowState},
 		{KindMPIJob, topology.IntegrationMPIJob, func() client.Object { return &kfmpi.MPIJob{} }, func() client.ObjectList { return &kfmpi.MPIJobList{} }, mpiJobState},
+		{KindAppWrapper, topology.IntegrationAppWrapper, func() client.Object { return &awv1beta2.AppWrapper{} }, func() client.ObjectList { return &awv1beta2.AppWrapperList{} }, appWrapperState},
 		{KindJAXJob, topology.IntegrationJAXJob, func() client.Object { return &kftraining.JAXJob{} }, func() client.ObjectList { return &kftraining.JAXJobList{} }, kubeflowState},
 	}
 }
@@ -153,6 +157,8 @@ func JobKindOf(obj client.Object) (Kind, bool) {
 		return KindJAXJob, true
 	case *kfmpi.MPIJob:
 		return KindMPIJob, true
+	case *awv1beta2.AppWrapper:
+		return KindAppWrapper, true
 	}
 	return "", false
 }
@@ -302,4 +308,30 @@ func kubeflowParts(obj client.Object) (kftraining.RunPolicy, kftraining.JobStatu
 		return j.Spec.RunPolicy, j.Status
 	}
 	return kftraining.RunPolicy{}, kftraining.JobStatus{}
+}
+
+// appWrapperState reads an AppWrapper by its phase, as Kueue does (finished
+// when Succeeded or Failed); Kueue's MultiKueue adapter copies the worker's
+// whole status, so the summary is the phase, the retry count and the
+// conditions' states.
+func appWrapperState(obj client.Object) JobState {
+	a := obj.(*awv1beta2.AppWrapper)
+	s := JobState{Suspended: a.Spec.Suspend}
+	switch a.Status.Phase {
+	case awv1beta2.AppWrapperRunning, awv1beta2.AppWrapperSucceeded, awv1beta2.AppWrapperFailed, awv1beta2.AppWrapperResetting:
+		s.Started = true
+	}
+	switch a.Status.Phase {
+	case awv1beta2.AppWrapperSucceeded:
+		s.Succeeded, s.Reason = true, string(a.Status.Phase)
+	case awv1beta2.AppWrapperFailed:
+		s.Failed, s.Reason = true, string(a.Status.Phase)
+	}
+	conds := make([]string, 0, len(a.Status.Conditions))
+	for _, c := range a.Status.Conditions {
+		conds = append(conds, c.Type+"="+string(c.Status))
+	}
+	slices.Sort(conds)
+	s.Summary = fmt.Sprintf("phase=%s retries=%d %s", a.Status.Phase, a.Status.Retries, strings.Join(conds, " "))
+	return s
 }

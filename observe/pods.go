@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	kftraining "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
+	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
 	"slices"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -64,6 +65,9 @@ func podOwner(p *corev1.Pod) (kind Kind, name string, ok bool) {
 	}
 	if n := l[rayOriginatedFromCRName]; n != "" && l[rayOriginatedFromCRD] == string(KindRayJob) {
 		return KindRayJob, n, true
+	}
+	if n := l[awv1beta2.AppWrapperLabel]; n != "" {
+		return KindAppWrapper, n, true
 	}
 	if n := l[kftraining.JobNameLabel]; n != "" {
 		if k, ok := kubeflowOperator(l[kftraining.OperatorNameLabel]); ok {

@@ -56,6 +56,8 @@ func (j JobTemplate) Build() (client.Object, error) {
 		return build(j, workload.NewJAXJob(j.Name, j.Namespace), (*workload.JAXJobBuilder).Obj)
 	case observe.KindMPIJob:
 		return build(j, workload.NewMPIJob(j.Name, j.Namespace), (*workload.MPIJobBuilder).Obj)
+	case observe.KindAppWrapper:
+		return build(j, workload.NewAppWrapper(j.Name, j.Namespace), (*workload.AppWrapperBuilder).Obj)
 	}
 	return nil, fmt.Errorf("scenario: job kind %q: package workload has no builder for it (buildable: %v)", j.Kind, buildableKinds())
 }
@@ -81,7 +83,7 @@ func build[B templated[B], O client.Object](j JobTemplate, b B, obj func(B) O) (
 // buildableKinds are the job kinds JobTemplate.Build can build.
 func buildableKinds() []observe.Kind {
 	return []observe.Kind{observe.KindJob, observe.KindJobSet, observe.KindRayJob,
-		observe.KindPyTorchJob, observe.KindTFJob, observe.KindXGBoostJob, observe.KindPaddleJob, observe.KindJAXJob, observe.KindMPIJob}
+		observe.KindPyTorchJob, observe.KindTFJob, observe.KindXGBoostJob, observe.KindPaddleJob, observe.KindJAXJob, observe.KindMPIJob, observe.KindAppWrapper}
 }
 
 // Kinds returns the job kinds the topology's Kueue integrations enable that

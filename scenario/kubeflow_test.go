@@ -56,12 +56,32 @@ func TestKubeflowKindsSucceedAndFail(t *testing.T) {
 	}
 }
 
+// TestAppWrapperSucceedsAndFails dispatches an AppWrapper (wrapping a Job)
+// that succeeds and one that fails to workers that run the real AppWrapper
+// controller, and judges each with every assertion Dispatch runs.
+func TestAppWrapperSucceedsAndFails(t *testing.T) {
+	env := kubeflow.get(t)
+	for _, fails := range []bool{false, true} {
+		t.Run(fmt.Sprintf("fails=%t", fails), func(t *testing.T) {
+			prefix := "aw"
+			if fails {
+				prefix = "aw-failing"
+			}
+			start := time.Now()
+			res, ok := scenario.For(t, env).Dispatch(context.Background(), scenario.DispatchOptions{
+				Kinds: []observe.Kind{observe.KindAppWrapper}, NamePrefix: prefix, CPU: "250m", Memory: "128Mi", Fails: fails,
+			})
+			t.Logf("AppWrapper in %s (ok=%t); placed on %v", time.Since(start).Round(time.Millisecond), ok, res.PerWorker())
+		})
+	}
+}
+
 // TestMixedKindsAtOnce submits one job of every kind the local topology runs
 // and Kueue v0.19.2 dispatches, all at once to the same two workers, and
 // judges them together with every assertion Dispatch runs.
 func TestMixedKindsAtOnce(t *testing.T) {
 	env := kubeflow.get(t)
-	kinds := append([]observe.Kind{observe.KindJob, observe.KindJobSet, observe.KindRayJob}, kubeflowKinds()...)
+	kinds := append([]observe.Kind{observe.KindJob, observe.KindJobSet, observe.KindRayJob, observe.KindAppWrapper}, kubeflowKinds()...)
 	start := time.Now()
 	res, ok := scenario.For(t, env).Dispatch(context.Background(), scenario.DispatchOptions{
 		Kinds: kinds, NamePrefix: "mixed-kinds", CPU: "250m", Memory: "128Mi",

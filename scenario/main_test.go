@@ -73,15 +73,15 @@ var (
 	}}}
 	// kubeflow: 1 manager + 2 workers with every integration the local
 	// topology runs: batch/Job, JobSet, RayJob, every Kubeflow
-	// training-operator kind and the MPIJob (the workers run the JobSet
-	// controller, the KubeRay operator, the training-operator and the MPI
-	// operator), and MultiKueue's garbage collector off, so that the strays a
+	// training-operator kind, the MPIJob and the AppWrapper (the workers run
+	// the JobSet controller, the KubeRay operator, the training-operator, the
+	// MPI operator and the AppWrapper controller), and MultiKueue's garbage collector off, so that the strays a
 	// test makes stay until it removes them.
 	kubeflow = &sharedEnv{name: "kubeflow", opts: topology.Options{Workers: 2, Kueue: topology.KueueOptions{
 		GCInterval: dur(0),
 		Integrations: []string{topology.IntegrationBatchJob, topology.IntegrationJobSet, topology.IntegrationRayJob,
 			topology.IntegrationPyTorchJob, topology.IntegrationTFJob, topology.IntegrationXGBoostJob, topology.IntegrationPaddleJob,
-			topology.IntegrationJAXJob, topology.IntegrationMPIJob},
+			topology.IntegrationJAXJob, topology.IntegrationMPIJob, topology.IntegrationAppWrapper},
 	}}}
 	// resilient: 1 manager + 3 workers with a 20 s workerLostTimeout and a
 	// 15 s gcInterval, for the outage and restart scenarios.

@@ -3,6 +3,7 @@ package topology
 import (
 	kfmpi "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v2beta1"
 	kftraining "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
+	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -15,7 +16,8 @@ import (
 
 // NewScheme returns a fresh scheme with every type a topology's clients use:
 // core and batch (client-go), apiextensions, Kueue v1beta2 (and v1beta1),
-// JobSet, Ray, the Kubeflow training jobs, the MPIJob and ClusterProfile. Each call returns a new scheme; nothing is
+// JobSet, Ray, the Kubeflow training jobs, the MPIJob, the AppWrapper and
+// ClusterProfile. Each call returns a new scheme; nothing is
 // shared between topologies.
 func NewScheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
@@ -28,6 +30,7 @@ func NewScheme() (*runtime.Scheme, error) {
 		rayv1.AddToScheme,
 		kftraining.AddToScheme,
 		kfmpi.AddToScheme,
+		awv1beta2.AddToScheme,
 		inventoryv1alpha1.AddToScheme,
 	} {
 		if err := add(s); err != nil {

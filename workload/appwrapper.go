@@ -14,7 +14,11 @@ import (
 // created suspended as Kueue expects, wrapping one batch/v1 Job "<name>-job"
 // whose pods run like a built Job's (Replicas of them, each sleeping for the
 // run duration and exiting 0, or 1 with Fails; restartPolicy Never,
-// backoffLimit 0). Kueue's webhook sets spec.managedBy on the manager. The
+// backoffLimit 0; with Fails the AppWrapper fails with its Job, no grace
+// period and no retries — within about a minute of its pod failing: the
+// AppWrapper controller v1.2.2 is woken by pods that succeed, and sees a
+// failed pod on its one-minute requeue). Kueue's webhook sets spec.managedBy
+// on the manager. The
 // component declares its pod set (path template.spec.template), so Kueue
 // and the AppWrapper controller agree on it. It needs the topology's
 // AppWrapper integration (topology.IntegrationAppWrapper).
@@ -52,6 +56,12 @@ func (b *AppWrapperBuilder) Replicas(n int32) *AppWrapperBuilder {
 func (b *AppWrapperBuilder) Obj() *aw.AppWrapper {
 	a := b.aw.DeepCopy()
 	b.finishMeta(&a.ObjectMeta)
+	if b.run.fails {
+		// Fail at once: the AppWrapper controller otherwise waits a minute
+		// after the failure and retries 3 times, 90 s apart (its defaults).
+		a.Annotations[aw.RetryLimitAnnotation] = "0"
+		a.Annotations[aw.FailureGracePeriodDurationAnnotation] = "0s"
+	}
 	job := batchv1.Job{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
 		ObjectMeta: metav1.ObjectMeta{Name: b.name + "-job"},

@@ -60,6 +60,18 @@ func MPIOperator() OperatorSpec {
 	return OperatorSpec{Name: "mpi-operator", Module: "github.com/kubeflow/mpi-operator", Main: mpiOperatorMain}
 }
 
+//go:embed mains/appwrapper.go.txt
+var appWrapperMain string
+
+// AppWrapperOperator is the AppWrapper controller and webhooks under a main
+// of this library's (mains/appwrapper.go.txt): upstream's cmd serves
+// webhooks on the fixed port 9443 through a cert rotator that waits for a
+// Secret volume, and reads its configuration from a ConfigMap in its own
+// namespace.
+func AppWrapperOperator() OperatorSpec {
+	return OperatorSpec{Name: "appwrapper", Module: "github.com/project-codeflare/appwrapper", Main: appWrapperMain}
+}
+
 // cacheName is the cache directory's name: name-version, and for a main of
 // this library's a digest of its source, so that a changed main is rebuilt.
 func (s OperatorSpec) cacheName(version string) string {

@@ -25,6 +25,7 @@ const (
 	ClusterInventory = "sigs.k8s.io/cluster-inventory-api"
 	TrainingOperator = "github.com/kubeflow/training-operator"
 	MPIOperator      = "github.com/kubeflow/mpi-operator"
+	AppWrapper       = "github.com/project-codeflare/appwrapper"
 )
 
 // Version returns the version of module path linked into this binary.

@@ -50,6 +50,9 @@ const (
 	// mpiOperatorUser is the MPI operator's user (workers with the MPIJob
 	// integration).
 	mpiOperatorUser = "mpi-operator"
+	// appWrapperUser is the AppWrapper controller's user (workers with the
+	// AppWrapper integration).
+	appWrapperUser = "appwrapper-controller"
 )
 
 // Roles of the real controllers the local topology runs, as timelines name
@@ -60,6 +63,7 @@ const (
 	roleKubeRay           topology.WriterRole = "the KubeRay operator"
 	roleTrainingOperator  topology.WriterRole = "the Kubeflow training-operator"
 	roleMPIOperator       topology.WriterRole = "the MPI operator"
+	roleAppWrapper        topology.WriterRole = "the AppWrapper controller"
 	roleScheduler         topology.WriterRole = "kube-scheduler"
 	roleKWOK              topology.WriterRole = "the KWOK controller (the kubelet's part)"
 	roleAutoscaler        topology.WriterRole = "the simulated autoscaler"
@@ -84,6 +88,8 @@ func roleOf(user string) topology.WriterRole {
 		return roleTrainingOperator
 	case mpiOperatorUser:
 		return roleMPIOperator
+	case appWrapperUser:
+		return roleAppWrapper
 	case schedulerUser:
 		return roleScheduler
 	case kwokUser:

@@ -82,6 +82,7 @@ var costConfigs = []struct {
 	{"batch/job + RayJob + RayCluster", []string{topology.IntegrationBatchJob, topology.IntegrationRayJob, topology.IntegrationRayCluster}},
 	{"batch/job + PyTorchJob", []string{topology.IntegrationBatchJob, topology.IntegrationPyTorchJob}},
 	{"batch/job + MPIJob", []string{topology.IntegrationBatchJob, topology.IntegrationMPIJob}},
+	{"batch/job + AppWrapper", []string{topology.IntegrationBatchJob, topology.IntegrationAppWrapper}},
 }
 
 const costConfigEnv = "MKTK_MEASURE_CONFIG"
@@ -163,6 +164,8 @@ func measureCosts(t *testing.T, i int) {
 		switch {
 		case len(tc.integrations) > 1 && tc.integrations[1] == topology.IntegrationPyTorchJob:
 			objs = append(objs, workload.NewPyTorchJob(name, "default").Queue(lq).Requests("100m", "64Mi").RunFor(time.Second).Obj())
+		case len(tc.integrations) > 1 && tc.integrations[1] == topology.IntegrationAppWrapper:
+			objs = append(objs, workload.NewAppWrapper(name, "default").Queue(lq).Requests("100m", "64Mi").RunFor(time.Second).Obj())
 		case len(tc.integrations) > 1 && tc.integrations[1] == topology.IntegrationMPIJob:
 			objs = append(objs, workload.NewMPIJob(name, "default").Queue(lq).Requests("100m", "64Mi").RunFor(time.Second).Obj())
 		case len(tc.integrations) > 1 && tc.integrations[1] == topology.IntegrationJobSet:

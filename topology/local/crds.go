@@ -87,6 +87,9 @@ func crdSources(integrations []string, clusterProfiles, kueueV1beta1, operators 
 	if slices.Contains(integrations, topology.IntegrationMPIJob) {
 		srcs = append(srcs, crdSource{module: modsrc.MPIOperator, root: roots.mpiOperator, dir: "manifests/base", files: []string{"kubeflow.org_mpijobs.yaml"}})
 	}
+	if slices.Contains(integrations, topology.IntegrationAppWrapper) {
+		srcs = append(srcs, crdSource{module: modsrc.AppWrapper, root: roots.appWrapper, dir: "config/crd/bases", files: []string{"workload.codeflare.dev_appwrappers.yaml"}})
+	}
 	if clusterProfiles {
 		srcs = append(srcs, clusterProfileCRDSource())
 	}
@@ -95,7 +98,7 @@ func crdSources(integrations []string, clusterProfiles, kueueV1beta1, operators 
 
 // crdRoots are the source trees of the binaries a topology runs, whose CRDs
 // it installs; "" means the pinned module's (in-process controllers).
-type crdRoots struct{ kueue, jobSet, kubeRay, trainingOperator, mpiOperator string }
+type crdRoots struct{ kueue, jobSet, kubeRay, trainingOperator, mpiOperator, appWrapper string }
 
 // clusterProfileCRDSource is the ClusterProfile CRD of the pinned
 // cluster-inventory-api.

@@ -130,6 +130,9 @@ type binaryKueue struct {
 	// mpiOperator is the MPI operator binary, when the MPIJob integration
 	// is on (zero otherwise).
 	mpiOperator assets.Operator
+	// appWrapper is the AppWrapper controller binary, when the AppWrapper
+	// integration is on (zero otherwise).
+	appWrapper assets.Operator
 	// kubeflowSchemes are the training-operator's job kinds to run.
 	kubeflowSchemes []string
 }
@@ -291,7 +294,7 @@ func (lc *localCluster) newKueueBinary(kb *binaryKueue, o Options, f kueueProces
 // options runs — kube-apiserver, etcd, kube-controller-manager, the Kueue
 // binary, kube-scheduler, the KWOK controller and, for the integrations
 // named, the operators' (JobSet, KubeRay, the training-operator, the MPI
-// operator) — without
+// operator, the AppWrapper controller) — without
 // starting anything. A cold build takes tens of minutes on 2 cores; call it
 // from TestMain before m.Run (or before a suite's timeouts start), as the
 // bundled examples do, so that no test's timeout counts it. Later calls
@@ -322,6 +325,11 @@ func EnsureBinaries(ctx context.Context, o Options, integrations ...string) erro
 	}
 	if slices.Contains(integrations, topology.IntegrationMPIJob) {
 		if _, err := ensureMPIOperator(ctx, ao, bin); err != nil {
+			return err
+		}
+	}
+	if slices.Contains(integrations, topology.IntegrationAppWrapper) {
+		if _, err := ensureOperator(ctx, ao, bin, assets.AppWrapperOperator()); err != nil {
 			return err
 		}
 	}

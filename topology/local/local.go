@@ -365,6 +365,12 @@ func (p *Provider) Provision(ctx context.Context, spec topology.Spec) (*topology
 		}
 		roots.mpiOperator = kb.mpiOperator.SourceDir
 	}
+	if slices.Contains(spec.Kueue.Integrations, topology.IntegrationAppWrapper) {
+		if kb.appWrapper, err = ensureOperator(ctx, p.opts.Assets.internal(), kb.bin, assets.AppWrapperOperator()); err != nil {
+			return nil, nil, err
+		}
+		roots.appWrapper = kb.appWrapper.SourceDir
+	}
 	if p.nodes, err = prepareNodes(ctx, p.opts.Assets.internal(), p.opts, spec); err != nil {
 		return nil, nil, err
 	}
@@ -384,6 +390,12 @@ func (p *Provider) Provision(ctx context.Context, spec topology.Spec) (*topology
 	var jobSetHooks webhookConfigs
 	if roots.jobSet != "" {
 		if jobSetHooks, err = loadWebhookConfigsAt(roots.jobSet, jobSetWebhookPrefix); err != nil {
+			return nil, nil, err
+		}
+	}
+	var appWrapperHooks webhookConfigs
+	if roots.appWrapper != "" {
+		if appWrapperHooks, err = loadWebhookConfigsFile(filepath.Join(roots.appWrapper, appWrapperWebhooks), appWrapperWebhookPrefix); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -425,7 +437,7 @@ func (p *Provider) Provision(ctx context.Context, spec topology.Spec) (*topology
 			role, crds = topology.RoleManager, mgrCRDs
 		}
 		fmt.Fprintf(spec.Progress, "local: starting %s cluster %q\n", role, names[i])
-		c, lc, err := p.startCluster(ctx, names[i], role, bins, crds, clusterHooks{kueue: hooks, jobSet: jobSetHooks, kubeflow: kubeflowHooks}, kb)
+		c, lc, err := p.startCluster(ctx, names[i], role, bins, crds, clusterHooks{kueue: hooks, jobSet: jobSetHooks, kubeflow: kubeflowHooks, appWrapper: appWrapperHooks}, kb)
 		if err == nil {
 			k := lc.binary()
 			err = publishKueueConfig(ctx, c, spec.Kueue.Namespace, k.configPath, k.reported)
@@ -453,7 +465,7 @@ func (p *Provider) Provision(ctx context.Context, spec topology.Spec) (*topology
 
 // clusterHooks are the webhook registrations a cluster's components serve.
 type clusterHooks struct {
-	kueue, jobSet, kubeflow webhookConfigs
+	kueue, jobSet, kubeflow, appWrapper webhookConfigs
 }
 
 // startCluster starts one cluster's control plane, CRDs,
@@ -522,6 +534,9 @@ func (p *Provider) startCluster(ctx context.Context, name string, role topology.
 	if ray {
 		steps = append(steps, func() error { return lc.startKubeRay(ctx, kb.kubeRay, p.opts) })
 	}
+	if worker && kb.appWrapper.Path != "" {
+		steps = append(steps, func() error { return lc.startAppWrapper(ctx, c, kb.appWrapper, hooks.appWrapper, p.opts) })
+	}
 	if worker && kb.mpiOperator.Path != "" {
 		steps = append(steps, func() error { return lc.startMPIOperator(ctx, kb.mpiOperator, p.opts) })
 	}
@@ -566,7 +581,7 @@ func runnableIntegrations(integrations []string) error {
 		switch in {
 		case topology.IntegrationBatchJob, topology.IntegrationJobSet, topology.IntegrationRayJob, topology.IntegrationRayCluster:
 		default:
-			if _, ok := kubeflowScheme(in); ok || in == topology.IntegrationMPIJob {
+			if _, ok := kubeflowScheme(in); ok || in == topology.IntegrationMPIJob || in == topology.IntegrationAppWrapper {
 				continue
 			}
 			return fmt.Errorf("local: topology.Options.Kueue.Integrations[%d]: %q: the local topology runs the controllers of %s only; run other kinds on existing clusters whose operators are installed",
@@ -580,7 +595,7 @@ func runnableIntegrations(integrations []string) error {
 func runnable() []string {
 	return []string{topology.IntegrationBatchJob, topology.IntegrationJobSet, topology.IntegrationRayJob, topology.IntegrationRayCluster,
 		topology.IntegrationPyTorchJob, topology.IntegrationTFJob, topology.IntegrationXGBoostJob, topology.IntegrationPaddleJob, topology.IntegrationJAXJob,
-		topology.IntegrationMPIJob}
+		topology.IntegrationMPIJob, topology.IntegrationAppWrapper}
 }
 
 // isRayIntegration reports whether a Kueue integration is one of KubeRay's
