@@ -144,11 +144,16 @@ func New(ctx context.Context, opts topology.Options) (*topology.Topology, error)
 	}
 	fmt.Fprintf(progress, "examples: %s set: attaching %d workers in %s mode\n", existing.EnvKubeconfigs, len(o.Workers), o.Mode)
 	opts.Workers, opts.WorkerNames, opts.ManagerName = 0, nil, ""
+	// Attached clusters run the integrations they run: the topology learns
+	// them from the manager's Kueue, and the examples submit those kinds.
+	opts.Kueue.Integrations = nil
 	return existing.New(ctx, opts, o)
 }
 
 // Integrations are the Kueue integrations of the examples that show every
-// job kind: batch/Job, JobSet and RayJob.
+// job kind on the clusters the examples make: batch/Job, JobSet and RayJob
+// (New leaves out what a provider cannot install; attached clusters run
+// what they run).
 func Integrations() []string {
 	return []string{topology.IntegrationBatchJob, topology.IntegrationJobSet, topology.IntegrationRayJob}
 }
