@@ -132,12 +132,12 @@ func TestJAXJobIsRefusedByTheWorkersKueue(t *testing.T) {
 }
 
 // TestKubeflowJobWithASecondAdmissionFailsExactlyOnceAdmitted places a
-// PyTorchJob, and an MPIJob, then gives the other worker an admitted copy of
-// its Workload for a moment, through the real API: ExactlyOnceAdmitted must
-// name it.
+// JobSet, a PyTorchJob, an MPIJob and an AppWrapper and gives, for each, the
+// other worker an admitted copy of its Workload for a moment, through the
+// real API: ExactlyOnceAdmitted must name it.
 func TestKubeflowJobWithASecondAdmissionFailsExactlyOnceAdmitted(t *testing.T) {
 	env := kubeflow.get(t)
-	for _, k := range []observe.Kind{observe.KindPyTorchJob, observe.KindMPIJob} {
+	for _, k := range []observe.Kind{observe.KindJobSet, observe.KindPyTorchJob, observe.KindMPIJob, observe.KindAppWrapper} {
 		t.Run(string(k), func(t *testing.T) {
 			job, err := scenario.JobTemplate{Kind: k, Name: "kf-double-" + strings.ToLower(string(k)), Namespace: "default",
 				Queue: "user-queue", CPU: "250m", Memory: "128Mi", RunFor: 20 * time.Second}.Build()
