@@ -2,8 +2,6 @@ package local
 
 import (
 	"context"
-	"fmt"
-	"path/filepath"
 
 	"github.com/multikueue-testkit/testkit/internal/assets"
 	"github.com/multikueue-testkit/testkit/topology"
@@ -33,27 +31,5 @@ const (
 // startAppWrapper starts worker lc's AppWrapper controller and registers the
 // webhooks it serves.
 func (lc *localCluster) startAppWrapper(ctx context.Context, c *topology.Cluster, op assets.Operator, hooks webhookConfigs, o Options) error {
-	b := &controllerBinary{name: "appwrapper", cluster: lc.name, path: op.Path, version: op.Version,
-		dir: filepath.Join(lc.cp.dir, "appwrapper"), timeout: o.StartTimeout}
-	if err := b.allocate(lc.cp); err != nil {
-		return err
-	}
-	if err := b.writeServingCert(lc.cp, "webhook-certs"); err != nil {
-		return fmt.Errorf("cluster %q: the AppWrapper controller's certificate: %w", lc.name, err)
-	}
-	kubeconfig := filepath.Join(b.dir, "appwrapper.kubeconfig")
-	if err := lc.cp.writeClientKubeconfig(kubeconfig, appWrapperUser, lc.cp.appWrapper); err != nil {
-		return err
-	}
-	b.configure = func() error {
-		b.args = []string{
-			fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", b.metricsPort),
-			fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", b.healthPort),
-			fmt.Sprintf("--webhook-server-port=%d", b.webhookPort),
-			"--webhook-cert-dir=" + filepath.Join(b.dir, "webhook-certs"),
-		}
-		return nil
-	}
-	b.env = []string{"KUBECONFIG=" + kubeconfig}
-	return lc.startServingWebhooks(ctx, c, b, hooks)
+	return lc.startOurMain(ctx, c, op, hooks, appWrapperUser, lc.cp.appWrapper, o)
 }

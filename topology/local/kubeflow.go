@@ -72,26 +72,32 @@ func ensureTrainingOperator(ctx context.Context, ao assets.Options, bin assets.K
 // startTrainingOperator starts worker lc's training-operator for schemes and
 // registers the webhooks it serves.
 func (lc *localCluster) startTrainingOperator(ctx context.Context, c *topology.Cluster, op assets.Operator, hooks webhookConfigs, schemes []string, o Options) error {
-	b := &controllerBinary{name: "training-operator", cluster: lc.name, path: op.Path, version: op.Version,
-		dir: filepath.Join(lc.cp.dir, "training-operator"), timeout: o.StartTimeout}
+	return lc.startOurMain(ctx, c, op, hooks, trainingOperatorUser, lc.cp.trainingOperator, o, "--enable-schemes="+strings.Join(schemes, ","))
+}
+
+// startOurMain starts worker lc's operator op, one built with a main of
+// this library's (internal/assets/mains: the flags below are theirs), as
+// user with client identity id, and registers the webhooks it serves.
+func (lc *localCluster) startOurMain(ctx context.Context, c *topology.Cluster, op assets.Operator, hooks webhookConfigs, user string, id keyPair, o Options, extra ...string) error {
+	b := &controllerBinary{name: op.Name, cluster: lc.name, path: op.Path, version: op.Version,
+		dir: filepath.Join(lc.cp.dir, op.Name), timeout: o.StartTimeout}
 	if err := b.allocate(lc.cp); err != nil {
 		return err
 	}
 	if err := b.writeServingCert(lc.cp, "webhook-certs"); err != nil {
-		return fmt.Errorf("cluster %q: the training-operator's certificate: %w", lc.name, err)
+		return fmt.Errorf("cluster %q: %s's serving certificate: %w", lc.name, op.Name, err)
 	}
-	kubeconfig := filepath.Join(b.dir, "training-operator.kubeconfig")
-	if err := lc.cp.writeClientKubeconfig(kubeconfig, trainingOperatorUser, lc.cp.trainingOperator); err != nil {
+	kubeconfig := filepath.Join(b.dir, op.Name+".kubeconfig")
+	if err := lc.cp.writeClientKubeconfig(kubeconfig, user, id); err != nil {
 		return err
 	}
 	b.configure = func() error {
-		b.args = []string{
+		b.args = append([]string{
 			fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", b.metricsPort),
 			fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", b.healthPort),
 			fmt.Sprintf("--webhook-server-port=%d", b.webhookPort),
 			"--webhook-cert-dir=" + filepath.Join(b.dir, "webhook-certs"),
-			"--enable-schemes=" + strings.Join(schemes, ","),
-		}
+		}, extra...)
 		return nil
 	}
 	b.env = []string{"KUBECONFIG=" + kubeconfig}
