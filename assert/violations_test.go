@@ -323,20 +323,13 @@ func TestExactlyOnceAdmittedCatchesAShortLivedSecondAdmission(t *testing.T) {
 	if err := loser.Client.Create(ctx, copyWl); err != nil {
 		t.Fatal(err)
 	}
-	err := poll.UntilEvery(ctx, 30*time.Second, 10*time.Millisecond, "the injected copy to be admitted", func(ctx context.Context) error {
-		got := &kueue.Workload{}
-		if err := loser.Client.Get(ctx, client.ObjectKeyFromObject(copyWl), got); err != nil {
-			return err
-		}
-		if !apimeta.IsStatusConditionTrue(got.Status.Conditions, kueue.WorkloadAdmitted) {
-			return errors.New("not admitted")
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := loser.Client.Delete(ctx, copyWl); err != nil {
+	// The Observer's watch sees the admission even when MultiKueue deletes
+	// the copy right after it (a Get could miss it).
+	observedAfter(t, ctx, loser.Name, wl.Namespace, wl.Name, observe.Admitted, created)
+	// MultiKueue may have removed the copy already (it deletes a Workload
+	// on a worker it did not select): either way the copy was admitted
+	// (caught by CI, where the delete found nothing).
+	if err := loser.Client.Delete(ctx, copyWl); client.IgnoreNotFound(err) != nil {
 		t.Fatal(err)
 	}
 	lived := time.Since(created)

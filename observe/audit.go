@@ -227,8 +227,9 @@ func (o *Observer) Attribute(ctx context.Context, events []Event, ids ...Identit
 			continue
 		}
 		k := writeKey{e.Cluster, res[e.Kind], e.Namespace, e.Name}
-		w, ok := causeOf(byObj[k], e, creates[groupKey{k, e.Time}])
-		if !ok && e.Type == Created {
+		inCreation := creates[groupKey{k, e.Time}]
+		w, ok := causeOf(byObj[k], e, inCreation)
+		if !ok && inCreation {
 			// A create with generateName (a Job's pods) is logged before
 			// the name exists: its objectRef has none. The last such
 			// create of the resource in the namespace shortly before.
@@ -236,13 +237,14 @@ func (o *Observer) Attribute(ctx context.Context, events []Event, ids ...Identit
 			w, ok = causeOf(byObj[unnamed], e, true)
 			ok = ok && e.Time.Sub(w.Received) < generatedNameWindow
 		}
+		if e.Type != Created && inCreation {
+			// A pod seen first already bound: its binding, not its create.
+			if later, found := lastCompleted(byObj[k], e); found && (!ok || later.Received.After(w.Received)) {
+				w, ok = later, true
+			}
+		}
 		if !ok {
 			continue
-		}
-		if e.Type != Created && creates[groupKey{k, e.Time}] {
-			if later, ok := lastCompleted(byObj[k], e); ok && later.Received.After(w.Received) {
-				w = later
-			}
 		}
 		role := w.Role
 		if role == "" {
@@ -282,15 +284,17 @@ func lastCompleted(writes []topology.AuditWrite, e Event) (topology.AuditWrite, 
 
 // causeOf picks, among one object's writes, the one that caused e: the last
 // fitting write received before the Observer saw the change. create
-// restricts the choice to create requests, a DeletionRequested event to
-// delete requests.
+// restricts the choice to create requests of the object itself (a pod's
+// binding is a create of its subresource, made by kube-scheduler, and may
+// reach the log before the Observer sees the pod), a DeletionRequested
+// event to delete requests.
 func causeOf(writes []topology.AuditWrite, e Event, create bool) (topology.AuditWrite, bool) {
 	var best *topology.AuditWrite
 	for i := range writes {
 		w := &writes[i]
 		switch {
 		case w.Received.After(e.Time),
-			create && w.Verb != "create",
+			create && (w.Verb != "create" || w.Subresource != ""),
 			e.Type == DeletionRequested && w.Verb != "delete",
 			w.UID != "" && e.UID != "" && w.UID != e.UID:
 			continue

@@ -114,3 +114,36 @@ func TestAttributeWithoutAuditKeepsEvents(t *testing.T) {
 		t.Fatalf("got %+v, %v", out, err)
 	}
 }
+
+// TestAttributeAPodToItsCreatorNotItsBinding: a Job's pod is created with
+// generateName (the create's objectRef has no name) and bound by
+// kube-scheduler (a create of the pods/binding subresource, which names
+// it). When the binding reaches the audit log before the Observer sees the
+// pod, the pod's creation is still the Job controller's (caught by CI).
+func TestAttributeAPodToItsCreatorNotItsBinding(t *testing.T) {
+	t0 := time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	pods := schema.GroupResource{Resource: "pods"}
+	kcm := "system:kube-controller-manager"
+	sched := "system:kube-scheduler"
+	o := &Observer{audit: map[string]topology.AuditSource{
+		"worker-1": writesSource{
+			{Received: at(100), Completed: at(102), Verb: "create", Resource: pods, Namespace: "default", Code: 201, User: kcm},
+			{Received: at(104), Completed: at(106), Verb: "create", Resource: pods, Subresource: "binding", Namespace: "default", Name: "job-x1", Code: 201, User: sched},
+		},
+	}}
+	events := []Event{
+		{Time: at(110), Cluster: "worker-1", Kind: KindPod, Namespace: "default", Name: "job-x1", Type: Created},
+		{Time: at(110), Cluster: "worker-1", Kind: KindPod, Namespace: "default", Name: "job-x1", Type: PodBound},
+	}
+	got, err := o.Attribute(context.Background(), events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got[0].Actor.User != kcm || got[0].Actor.Verb != "create" {
+		t.Errorf("the pod's creation: actor %+v, want %s's create", got[0].Actor, kcm)
+	}
+	if got[1].Actor.User != sched || got[1].Actor.Verb != "create binding" {
+		t.Errorf("the pod's binding: actor %+v, want %s's create binding", got[1].Actor, sched)
+	}
+}
