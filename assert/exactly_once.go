@@ -75,7 +75,7 @@ func (c *Checker) ExactlyOnceAdmitted(ctx context.Context, job client.Object) er
 	return c.fail(ctx, &Failure{
 		Assertion: "ExactlyOnceAdmitted",
 		Object:    t.String(),
-		Expected:  "in each admission cycle exactly one worker admits the workload, the manager's clusterName names it, and only it gets the remote job (with the prebuilt-workload-name label)",
+		Expected:  "in each admission cycle exactly one worker admits the workload, the manager's clusterName names it, and only it gets the remote job (with the prebuilt-workload-name label; a LeaderWorkerSet's copy, one for all its groups, with the manager's UID as its origin-uid annotation)",
 		Problems:  problems,
 		Timeline:  c.timeline(wl, jobs, c.foreignJobs(t, firstTime(wl, jobs))),
 	}, t.refs(c)...)
@@ -135,6 +135,10 @@ func (c *Checker) judgeCycles(t target, cycles []cycle, wl, jobs []observe.Event
 				e.Cluster, t.jobRef(), rel(e.Time, t0), in.cluster, rel(in.start, t0), jobFate(jobs, in.cluster, in.start, t0), RedonePlacement))
 		case in.cluster != e.Cluster:
 			problems = append(problems, fmt.Sprintf("cluster %q: remote %s created at %s while the workload was placed on %q", e.Cluster, t.jobRef(), rel(e.Time, t0), in.cluster))
+		case observe.CopyServesWorkloads(t.jobKind):
+			if got := e.Labels[observe.AnnotationOriginUID]; t.jobUID != "" && got != string(t.jobUID) {
+				problems = append(problems, fmt.Sprintf("cluster %q: remote %s has %s=%q, want the manager's %q", e.Cluster, t.jobRef(), observe.AnnotationOriginUID, got, t.jobUID))
+			}
 		case e.Labels[observe.LabelPrebuiltWorkload] != t.workload:
 			problems = append(problems, fmt.Sprintf("cluster %q: remote %s has %s=%q, want %q", e.Cluster, t.jobRef(), observe.LabelPrebuiltWorkload, e.Labels[observe.LabelPrebuiltWorkload], t.workload))
 		}

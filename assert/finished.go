@@ -19,6 +19,10 @@ func (c *Checker) Finished(ctx context.Context, job client.Object) error {
 	if err != nil {
 		return err
 	}
+	if observe.NeverFinishes(t.jobKind) {
+		return &Limitation{Assertion: "Finished", Object: t.jobRef(),
+			Why: fmt.Sprintf("a %s runs until it is deleted: its Workload is never Finished", t.jobKind)}
+	}
 	mgr := c.Topo.Manager.Name
 	err = pollHistory(ctx, c, t, fmt.Sprintf("cluster %q: %s to be Finished", mgr, t), func() error {
 		wl, _ := c.history(t)

@@ -251,6 +251,14 @@ func jobOrphans(ctx context.Context, mgr, worker client.Reader, kind observe.Kin
 			}
 			why = fmt.Sprintf("its %s=%s: %s", observe.LabelPrebuiltWorkload, wlName, wlWhy)
 		}
+		if uid := o.GetAnnotations()[observe.AnnotationOriginUID]; live && observe.PrebuiltWorkloadName(o) == "" && uid != "" {
+			// A copy of a kind that serves several Workloads names the
+			// manager's object by its UID: one of that name is not enough.
+			live, why, err = sameUID(ctx, mgr, kind, client.ObjectKeyFromObject(o), uid)
+			if err != nil {
+				return nil, err
+			}
+		}
 		if !live {
 			out = append(out, orphan{o, why})
 		}
@@ -275,6 +283,25 @@ func liveJob(ctx context.Context, r client.Reader, kind observe.Kind, key client
 		return false, fmt.Sprintf("the manager %s succeeded", kind), nil
 	case st.Failed:
 		return false, fmt.Sprintf("the manager %s failed", kind), nil
+	}
+	return true, "", nil
+}
+
+// sameUID reports whether the manager's kind object at key has the UID a
+// copy names (its origin-uid annotation), and why not.
+func sameUID(ctx context.Context, r client.Reader, kind observe.Kind, key client.ObjectKey, uid string) (bool, string, error) {
+	obj, err := observe.NewJobObject(kind)
+	if err != nil {
+		return false, "", err
+	}
+	if err := r.Get(ctx, key, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, fmt.Sprintf("no %s of that name on the manager", kind), nil
+		}
+		return false, "", err
+	}
+	if string(obj.GetUID()) != uid {
+		return false, fmt.Sprintf("its %s=%s names an earlier %s: the manager's is %s", observe.AnnotationOriginUID, uid, kind, obj.GetUID()), nil
 	}
 	return true, "", nil
 }

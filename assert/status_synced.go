@@ -28,10 +28,17 @@ import (
 // does not ask for a start on the manager when the manager never recorded
 // the placement (its Workload was never Admitted, so its job stayed
 // suspended; PlacementRecorded judges that).
+//
+// For a kind whose status MultiKueue does not copy (a StatefulSet:
+// observe.StatusNotCopied) it checks that the copy on the chosen worker
+// runs and returns a Limitation that shows both sides' status.
 func (c *Checker) StatusSynced(ctx context.Context, job client.Object) error {
 	t, err := c.resolveFor(ctx, "StatusSynced", job)
 	if err != nil {
 		return err
+	}
+	if why := observe.StatusNotCopied(t.jobKind); why != "" {
+		return c.statusNotCopied(ctx, t, why)
 	}
 	mgr := c.Topo.Manager.Name
 	var remote string

@@ -41,10 +41,18 @@ func (r Reporter) TB() TB { return r.t }
 // Helper calls the TB's Helper, if it has one.
 func (r Reporter) Helper() { r.h.Helper() }
 
-// Report reports err, if any, and returns whether there was none.
+// Report reports err, if any, and returns whether there was none. A
+// Limitation is logged (when the TB has Logf), not reported, and counts as
+// none.
 func (r Reporter) Report(err error) bool {
 	r.h.Helper()
 	if err == nil {
+		return true
+	}
+	if IsLimitation(err) {
+		if l, ok := r.t.(interface{ Logf(string, ...any) }); ok {
+			l.Logf("%v", err)
+		}
 		return true
 	}
 	if r.fatalf != nil {

@@ -9,6 +9,7 @@ import (
 	kftraining "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobset "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	"github.com/multikueue-testkit/testkit/topology"
 )
@@ -36,7 +38,37 @@ const (
 	KindMPIJob Kind = "MPIJob"
 	// The AppWrapper (workload.codeflare.dev/v1beta2).
 	KindAppWrapper Kind = "AppWrapper"
+	// The apps/v1 StatefulSet, a serving kind: it never finishes, and
+	// MultiKueue does not copy its status to the manager (see
+	// StatusNotCopied).
+	KindStatefulSet Kind = "StatefulSet"
+	// The LeaderWorkerSet (leaderworkerset.x-k8s.io/v1), a serving kind
+	// like the StatefulSet; one Workload per group.
+	KindLeaderWorkerSet Kind = "LeaderWorkerSet"
 )
+
+// StatusNotCopied returns, for a kind whose status MultiKueue does not copy
+// from the worker to the manager, why (Kueue's own reason); "" for a kind
+// whose status it copies.
+func StatusNotCopied(k Kind) string {
+	switch k {
+	case KindStatefulSet:
+		return "a StatefulSet has no spec.managedBy, so the manager's StatefulSet controller owns its status there; Kueue's statefulset MultiKueue adapter creates the copy and never syncs its status back (pkg/controller/jobs/statefulset/statefulset_multikueue_adapter.go)"
+	case KindLeaderWorkerSet:
+		return "a LeaderWorkerSet has no spec.managedBy, so the manager's LeaderWorkerSet controller owns its status there; Kueue's leaderworkerset MultiKueue adapter creates the copy and never syncs its status back (pkg/controller/jobs/leaderworkerset/leaderworkerset_multikueue_adapter.go)"
+	}
+	return ""
+}
+
+// CopyServesWorkloads reports whether MultiKueue makes one copy of a kind's
+// object for several Workloads (a LeaderWorkerSet's, one per group): the
+// copy has no prebuilt-workload-name and names the manager's object by its
+// UID (AnnotationOriginUID).
+func CopyServesWorkloads(k Kind) bool { return k == KindLeaderWorkerSet }
+
+// NeverFinishes reports whether a kind runs until it is deleted (a serving
+// kind): its Workload is never Finished.
+func NeverFinishes(k Kind) bool { return k == KindStatefulSet || k == KindLeaderWorkerSet }
 
 // JobState is what the Observer and the assertions read from a job object
 // of any known kind.
@@ -77,6 +109,8 @@ func jobKindTable() []jobKind {
 		{KindMPIJob, topology.IntegrationMPIJob, func() client.Object { return &kfmpi.MPIJob{} }, func() client.ObjectList { return &kfmpi.MPIJobList{} }, mpiJobState},
 		{KindAppWrapper, topology.IntegrationAppWrapper, func() client.Object { return &awv1beta2.AppWrapper{} }, func() client.ObjectList { return &awv1beta2.AppWrapperList{} }, appWrapperState},
 		{KindJAXJob, topology.IntegrationJAXJob, func() client.Object { return &kftraining.JAXJob{} }, func() client.ObjectList { return &kftraining.JAXJobList{} }, kubeflowState},
+		{KindLeaderWorkerSet, topology.IntegrationLeaderWorkerSet, func() client.Object { return &lwsv1.LeaderWorkerSet{} }, func() client.ObjectList { return &lwsv1.LeaderWorkerSetList{} }, leaderWorkerSetState},
+		{KindStatefulSet, topology.IntegrationStatefulSet, func() client.Object { return &appsv1.StatefulSet{} }, func() client.ObjectList { return &appsv1.StatefulSetList{} }, statefulSetState},
 	}
 }
 
@@ -159,6 +193,10 @@ func JobKindOf(obj client.Object) (Kind, bool) {
 		return KindMPIJob, true
 	case *awv1beta2.AppWrapper:
 		return KindAppWrapper, true
+	case *appsv1.StatefulSet:
+		return KindStatefulSet, true
+	case *lwsv1.LeaderWorkerSet:
+		return KindLeaderWorkerSet, true
 	}
 	return "", false
 }
@@ -334,4 +372,23 @@ func appWrapperState(obj client.Object) JobState {
 	slices.Sort(conds)
 	s.Summary = fmt.Sprintf("phase=%s retries=%d %s", a.Status.Phase, a.Status.Retries, strings.Join(conds, " "))
 	return s
+}
+
+// statefulSetState reads a StatefulSet: it has no suspend (Kueue gates its
+// pods instead), starts when a replica is ready and never finishes; the
+// summary is its replica counts (which the manager's do not follow: see
+// StatusNotCopied).
+func statefulSetState(obj client.Object) JobState {
+	st := obj.(*appsv1.StatefulSet)
+	return JobState{Started: st.Status.ReadyReplicas > 0,
+		Summary: fmt.Sprintf("replicas=%d ready=%d", st.Status.Replicas, st.Status.ReadyReplicas)}
+}
+
+// leaderWorkerSetState reads a LeaderWorkerSet: it starts when a group is
+// ready and never finishes; the summary is its counts (which the manager's
+// do not follow: see StatusNotCopied).
+func leaderWorkerSetState(obj client.Object) JobState {
+	l := obj.(*lwsv1.LeaderWorkerSet)
+	return JobState{Started: l.Status.ReadyReplicas > 0,
+		Summary: fmt.Sprintf("replicas=%d ready=%d", l.Status.Replicas, l.Status.ReadyReplicas)}
 }

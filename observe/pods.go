@@ -9,7 +9,9 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	jobset "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 )
 
 // KindPod is a worker's pod of a job object the Observer records (a Job's,
@@ -56,8 +58,9 @@ func kubeflowOperator(name string) (Kind, bool) {
 }
 
 // podOwner is the job object a pod runs for, by its labels: a JobSet's
-// before its child Job's; ok false for a pod of no recorded kind (a
-// Deployment's, a DaemonSet's), which the Observer leaves out.
+// before its child Job's, a StatefulSet's by its controller reference; ok
+// false for a pod of no recorded kind (a Deployment's, a DaemonSet's), which
+// the Observer leaves out.
 func podOwner(p *corev1.Pod) (kind Kind, name string, ok bool) {
 	l := p.Labels
 	if n := l[jobset.JobSetNameKey]; n != "" {
@@ -74,8 +77,14 @@ func podOwner(p *corev1.Pod) (kind Kind, name string, ok bool) {
 			return k, n, true
 		}
 	}
+	if n := l[lwsv1.SetNameLabelKey]; n != "" {
+		return KindLeaderWorkerSet, n, true
+	}
 	if n := l[batchv1.JobNameLabel]; n != "" {
 		return KindJob, n, true
+	}
+	if ref := metav1.GetControllerOf(p); ref != nil && ref.Kind == string(KindStatefulSet) && ref.APIVersion == "apps/v1" {
+		return KindStatefulSet, ref.Name, true
 	}
 	return "", "", false
 }

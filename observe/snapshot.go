@@ -26,6 +26,11 @@ const (
 	LabelOrigin           = kueue.MultiKueueOriginLabel
 	LabelPrebuiltWorkload = "kueue.x-k8s.io/prebuilt-workload-name"
 	LabelJobUID           = "kueue.x-k8s.io/job-uid"
+	// AnnotationOriginUID is the manager object's UID that MultiKueue
+	// writes on the copies of the kinds it copies without a
+	// prebuilt-workload-name (a LeaderWorkerSet's one copy serves every
+	// group's Workload) and on a StatefulSet's; kept in Event.Labels.
+	AnnotationOriginUID = kueue.MultiKueueOriginUIDAnnotation
 )
 
 // FromMultiKueue reports whether labels mark an object as one MultiKueue
@@ -72,7 +77,7 @@ func keptLabels(l map[string]string) map[string]string {
 
 // keptMeta is keptLabels for a job object: its prebuilt Workload's name is
 // kept under LabelPrebuiltWorkload whether Kueue wrote it as the label or
-// as the annotation of the same key (PrebuiltWorkloadName; Kueue v0.19's
+// as the annotation of the same key, and AnnotationOriginUID (PrebuiltWorkloadName; Kueue v0.19's
 // constants.PrebuiltWorkloadAnnotation is the label's key).
 func keptMeta(l, annotations map[string]string) map[string]string {
 	var out map[string]string
@@ -84,11 +89,13 @@ func keptMeta(l, annotations map[string]string) map[string]string {
 			out[k] = v
 		}
 	}
-	if v := annotations[LabelPrebuiltWorkload]; v != "" {
-		if out == nil {
-			out = map[string]string{}
+	for _, k := range []string{LabelPrebuiltWorkload, AnnotationOriginUID} {
+		if v := annotations[k]; v != "" {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[k] = v
 		}
-		out[LabelPrebuiltWorkload] = v
 	}
 	return out
 }

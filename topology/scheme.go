@@ -12,12 +12,13 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 	kueuev1beta1 "sigs.k8s.io/kueue/apis/kueue/v1beta1"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 )
 
 // NewScheme returns a fresh scheme with every type a topology's clients use:
 // core and batch (client-go), apiextensions, Kueue v1beta2 (and v1beta1),
-// JobSet, Ray, the Kubeflow training jobs, the MPIJob, the AppWrapper and
-// ClusterProfile. Each call returns a new scheme; nothing is
+// JobSet, Ray, the Kubeflow training jobs, the MPIJob, the AppWrapper, the
+// LeaderWorkerSet and ClusterProfile. Each call returns a new scheme; nothing is
 // shared between topologies.
 func NewScheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
@@ -31,6 +32,7 @@ func NewScheme() (*runtime.Scheme, error) {
 		kftraining.AddToScheme,
 		kfmpi.AddToScheme,
 		awv1beta2.AddToScheme,
+		lwsv1.AddToScheme,
 		inventoryv1alpha1.AddToScheme,
 	} {
 		if err := add(s); err != nil {

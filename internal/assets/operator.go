@@ -87,6 +87,12 @@ func JobSetOperator() OperatorSpec {
 	return OperatorSpec{Name: "jobset", Module: "sigs.k8s.io/jobset", Package: "sigs.k8s.io/jobset"}
 }
 
+// LWSOperator is the LeaderWorkerSet controller (sigs.k8s.io/lws's
+// cmd/main.go, configured by a file like JobSet's).
+func LWSOperator() OperatorSpec {
+	return OperatorSpec{Name: "lws", Module: "sigs.k8s.io/lws", Package: "sigs.k8s.io/lws/cmd"}
+}
+
 // KubeRayOperator is KubeRay's ray-operator (its main.go at the module's
 // root).
 func KubeRayOperator() OperatorSpec {

@@ -26,6 +26,7 @@ const (
 	TrainingOperator = "github.com/kubeflow/training-operator"
 	MPIOperator      = "github.com/kubeflow/mpi-operator"
 	AppWrapper       = "github.com/project-codeflare/appwrapper"
+	LWS              = "sigs.k8s.io/lws"
 )
 
 // Version returns the version of module path linked into this binary.

@@ -53,6 +53,9 @@ const (
 	// appWrapperUser is the AppWrapper controller's user (workers with the
 	// AppWrapper integration).
 	appWrapperUser = "appwrapper-controller"
+	// lwsUser is the LeaderWorkerSet controller's user (every cluster with
+	// the LeaderWorkerSet integration).
+	lwsUser = "lws-controller"
 )
 
 // Roles of the real controllers the local topology runs, as timelines name
@@ -64,6 +67,7 @@ const (
 	roleTrainingOperator  topology.WriterRole = "the Kubeflow training-operator"
 	roleMPIOperator       topology.WriterRole = "the MPI operator"
 	roleAppWrapper        topology.WriterRole = "the AppWrapper controller"
+	roleLWS               topology.WriterRole = "the LeaderWorkerSet controller"
 	roleScheduler         topology.WriterRole = "kube-scheduler"
 	roleKWOK              topology.WriterRole = "the KWOK controller (the kubelet's part)"
 	roleAutoscaler        topology.WriterRole = "the simulated autoscaler"
@@ -90,6 +94,8 @@ func roleOf(user string) topology.WriterRole {
 		return roleMPIOperator
 	case appWrapperUser:
 		return roleAppWrapper
+	case lwsUser:
+		return roleLWS
 	case schedulerUser:
 		return roleScheduler
 	case kwokUser:

@@ -8,12 +8,15 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/multikueue-testkit/testkit/topology"
 )
 
 // kube-controller-manager runs as a child process of every cluster, with
@@ -33,6 +36,9 @@ const (
 	kcmGarbageCollector = "garbage-collector-controller"
 	kcmNamespace        = "namespace-controller"
 	kcmJob              = "job-controller"
+	kcmDeployment       = "deployment-controller"
+	kcmReplicaSet       = "replicaset-controller"
+	kcmStatefulSet      = "statefulset-controller"
 )
 
 // kcmUser is kube-controller-manager's client identity (its real user name),
@@ -48,12 +54,32 @@ const (
 )
 
 // kcmControllers are the controllers a cluster runs: the garbage collector
-// and the namespace controller everywhere, and the Job controller on the
-// workers, where pods run (the manager's Jobs are MultiKueue's).
-func kcmControllers(jobs bool) []string {
+// and the namespace controller everywhere, the Job controller on the
+// workers, where pods run (the manager's Jobs are MultiKueue's), and the
+// controllers of the built-in serving kinds whose integrations are on
+// (builtinControllers) everywhere: on the manager they make the pods Kueue's
+// pod integration gates and admits (a Deployment's pods are what MultiKueue
+// dispatches; a StatefulSet's stay gated there while its copy runs on a
+// worker), as on the clusters Kueue's own e2e tests use.
+func kcmControllers(jobs bool, builtin []string) []string {
 	out := []string{kcmGarbageCollector, kcmNamespace}
 	if jobs {
 		out = append(out, kcmJob)
+	}
+	return append(out, builtin...)
+}
+
+// builtinControllers are the kube-controller-manager controllers the
+// built-in serving kinds among integrations need (and the StatefulSets a
+// LeaderWorkerSet's controller makes).
+func builtinControllers(integrations []string) []string {
+	var out []string
+	if slices.Contains(integrations, topology.IntegrationDeployment) {
+		out = append(out, kcmDeployment, kcmReplicaSet)
+	}
+	// A LeaderWorkerSet's groups are StatefulSets.
+	if slices.Contains(integrations, topology.IntegrationStatefulSet) || slices.Contains(integrations, topology.IntegrationLeaderWorkerSet) {
+		out = append(out, kcmStatefulSet)
 	}
 	return out
 }

@@ -83,6 +83,10 @@ var costConfigs = []struct {
 	{"batch/job + PyTorchJob", []string{topology.IntegrationBatchJob, topology.IntegrationPyTorchJob}},
 	{"batch/job + MPIJob", []string{topology.IntegrationBatchJob, topology.IntegrationMPIJob}},
 	{"batch/job + AppWrapper", []string{topology.IntegrationBatchJob, topology.IntegrationAppWrapper}},
+	// The LeaderWorkerSet controller on both clusters and kube-controller-manager's
+	// StatefulSet controller; the jobs are batch Jobs (a LeaderWorkerSet
+	// never finishes).
+	{"batch/job + LeaderWorkerSet", []string{topology.IntegrationBatchJob, topology.IntegrationLeaderWorkerSet}},
 }
 
 const costConfigEnv = "MKTK_MEASURE_CONFIG"
@@ -168,6 +172,8 @@ func measureCosts(t *testing.T, i int) {
 			objs = append(objs, workload.NewAppWrapper(name, "default").Queue(lq).Requests("100m", "64Mi").RunFor(time.Second).Obj())
 		case len(tc.integrations) > 1 && tc.integrations[1] == topology.IntegrationMPIJob:
 			objs = append(objs, workload.NewMPIJob(name, "default").Queue(lq).Requests("100m", "64Mi").RunFor(time.Second).Obj())
+		case len(tc.integrations) > 1 && tc.integrations[1] == topology.IntegrationLeaderWorkerSet:
+			objs = append(objs, workload.NewJob(name, "default").Queue(lq).Requests("100m", "64Mi").RunFor(time.Second).Obj())
 		case len(tc.integrations) > 1 && tc.integrations[1] == topology.IntegrationJobSet:
 			objs = append(objs, workload.NewJobSet(name, "default").Queue(lq).Requests("100m", "64Mi").RunFor(time.Second).Obj())
 		case len(tc.integrations) > 1:

@@ -90,6 +90,9 @@ func crdSources(integrations []string, clusterProfiles, kueueV1beta1, operators 
 	if slices.Contains(integrations, topology.IntegrationAppWrapper) {
 		srcs = append(srcs, crdSource{module: modsrc.AppWrapper, root: roots.appWrapper, dir: "config/crd/bases", files: []string{"workload.codeflare.dev_appwrappers.yaml"}})
 	}
+	if slices.Contains(integrations, topology.IntegrationLeaderWorkerSet) {
+		srcs = append(srcs, crdSource{module: modsrc.LWS, root: roots.lws, dir: "config/crd/bases", files: []string{"leaderworkerset.x-k8s.io_leaderworkersets.yaml"}})
+	}
 	if clusterProfiles {
 		srcs = append(srcs, clusterProfileCRDSource())
 	}
@@ -98,7 +101,9 @@ func crdSources(integrations []string, clusterProfiles, kueueV1beta1, operators 
 
 // crdRoots are the source trees of the binaries a topology runs, whose CRDs
 // it installs; "" means the pinned module's (in-process controllers).
-type crdRoots struct{ kueue, jobSet, kubeRay, trainingOperator, mpiOperator, appWrapper string }
+type crdRoots struct {
+	kueue, jobSet, kubeRay, trainingOperator, mpiOperator, appWrapper, lws string
+}
 
 // clusterProfileCRDSource is the ClusterProfile CRD of the pinned
 // cluster-inventory-api.

@@ -133,8 +133,14 @@ type binaryKueue struct {
 	// appWrapper is the AppWrapper controller binary, when the AppWrapper
 	// integration is on (zero otherwise).
 	appWrapper assets.Operator
+	// lws is the LeaderWorkerSet controller binary, when the LeaderWorkerSet
+	// integration is on (zero otherwise).
+	lws assets.Operator
 	// kubeflowSchemes are the training-operator's job kinds to run.
 	kubeflowSchemes []string
+	// builtin are the kube-controller-manager controllers of the built-in
+	// serving kinds in use (builtinControllers).
+	builtin []string
 }
 
 // sourceDir is the binary's source tree; "" for none (in-process Kueue).
@@ -330,6 +336,11 @@ func EnsureBinaries(ctx context.Context, o Options, integrations ...string) erro
 	}
 	if slices.Contains(integrations, topology.IntegrationAppWrapper) {
 		if _, err := ensureOperator(ctx, ao, bin, assets.AppWrapperOperator()); err != nil {
+			return err
+		}
+	}
+	if slices.Contains(integrations, topology.IntegrationLeaderWorkerSet) {
+		if _, err := ensureOperator(ctx, ao, bin, assets.LWSOperator()); err != nil {
 			return err
 		}
 	}

@@ -353,6 +353,7 @@ func (p *Provider) Provision(ctx context.Context, spec topology.Spec) (*topology
 		}
 		roots.kubeRay = kb.kubeRay.SourceDir
 	}
+	kb.builtin = builtinControllers(spec.Kueue.Integrations)
 	if kb.kubeflowSchemes = kubeflowSchemes(spec.Kueue.Integrations); len(kb.kubeflowSchemes) > 0 {
 		if kb.trainingOperator, err = ensureTrainingOperator(ctx, p.opts.Assets.internal(), kb.bin); err != nil {
 			return nil, nil, err
@@ -370,6 +371,12 @@ func (p *Provider) Provision(ctx context.Context, spec topology.Spec) (*topology
 			return nil, nil, err
 		}
 		roots.appWrapper = kb.appWrapper.SourceDir
+	}
+	if slices.Contains(spec.Kueue.Integrations, topology.IntegrationLeaderWorkerSet) {
+		if kb.lws, err = ensureOperator(ctx, p.opts.Assets.internal(), kb.bin, assets.LWSOperator()); err != nil {
+			return nil, nil, err
+		}
+		roots.lws = kb.lws.SourceDir
 	}
 	if p.nodes, err = prepareNodes(ctx, p.opts.Assets.internal(), p.opts, spec); err != nil {
 		return nil, nil, err
@@ -405,6 +412,12 @@ func (p *Provider) Provision(ctx context.Context, spec topology.Spec) (*topology
 			return nil, nil, err
 		}
 	}
+	var lwsHooks webhookConfigs
+	if roots.lws != "" {
+		if lwsHooks, err = loadLWSWebhooks(roots.lws); err != nil {
+			return nil, nil, err
+		}
+	}
 	if !p.opts.DisableAudit {
 		if p.auditPolicy, err = auditPolicy(spec); err != nil {
 			return nil, nil, err
@@ -437,7 +450,7 @@ func (p *Provider) Provision(ctx context.Context, spec topology.Spec) (*topology
 			role, crds = topology.RoleManager, mgrCRDs
 		}
 		fmt.Fprintf(spec.Progress, "local: starting %s cluster %q\n", role, names[i])
-		c, lc, err := p.startCluster(ctx, names[i], role, bins, crds, clusterHooks{kueue: hooks, jobSet: jobSetHooks, kubeflow: kubeflowHooks, appWrapper: appWrapperHooks}, kb)
+		c, lc, err := p.startCluster(ctx, names[i], role, bins, crds, clusterHooks{kueue: hooks, jobSet: jobSetHooks, kubeflow: kubeflowHooks, appWrapper: appWrapperHooks, lws: lwsHooks}, kb)
 		if err == nil {
 			k := lc.binary()
 			err = publishKueueConfig(ctx, c, spec.Kueue.Namespace, k.configPath, k.reported)
@@ -465,7 +478,7 @@ func (p *Provider) Provision(ctx context.Context, spec topology.Spec) (*topology
 
 // clusterHooks are the webhook registrations a cluster's components serve.
 type clusterHooks struct {
-	kueue, jobSet, kubeflow, appWrapper webhookConfigs
+	kueue, jobSet, kubeflow, appWrapper, lws webhookConfigs
 }
 
 // startCluster starts one cluster's control plane, CRDs,
@@ -525,7 +538,7 @@ func (p *Provider) startCluster(ctx context.Context, name string, role topology.
 	// every 30 s), every component at once: none needs another to start, and
 	// each start is mostly waiting for a process to answer.
 	steps := []func() error{
-		func() error { return cp.startControllerManager(ctx, kcmControllers(worker)) },
+		func() error { return cp.startControllerManager(ctx, kcmControllers(worker, kb.builtin)) },
 		func() error { return lc.startBinaryKueue(ctx, c, kb, hooks.kueue, p.opts) },
 	}
 	if kb.jobSet.Path != "" {
@@ -533,6 +546,9 @@ func (p *Provider) startCluster(ctx context.Context, name string, role topology.
 	}
 	if ray {
 		steps = append(steps, func() error { return lc.startKubeRay(ctx, kb.kubeRay, p.opts) })
+	}
+	if kb.lws.Path != "" {
+		steps = append(steps, func() error { return lc.startLWS(ctx, c, kb.lws, hooks.lws, p.opts) })
 	}
 	if worker && kb.appWrapper.Path != "" {
 		steps = append(steps, func() error { return lc.startAppWrapper(ctx, c, kb.appWrapper, hooks.appWrapper, p.opts) })
@@ -579,7 +595,8 @@ const (
 func runnableIntegrations(integrations []string) error {
 	for i, in := range integrations {
 		switch in {
-		case topology.IntegrationBatchJob, topology.IntegrationJobSet, topology.IntegrationRayJob, topology.IntegrationRayCluster:
+		case topology.IntegrationBatchJob, topology.IntegrationJobSet, topology.IntegrationRayJob, topology.IntegrationRayCluster,
+			topology.IntegrationPod, topology.IntegrationDeployment, topology.IntegrationStatefulSet, topology.IntegrationLeaderWorkerSet:
 		default:
 			if _, ok := kubeflowScheme(in); ok || in == topology.IntegrationMPIJob || in == topology.IntegrationAppWrapper {
 				continue
@@ -595,7 +612,8 @@ func runnableIntegrations(integrations []string) error {
 func runnable() []string {
 	return []string{topology.IntegrationBatchJob, topology.IntegrationJobSet, topology.IntegrationRayJob, topology.IntegrationRayCluster,
 		topology.IntegrationPyTorchJob, topology.IntegrationTFJob, topology.IntegrationXGBoostJob, topology.IntegrationPaddleJob, topology.IntegrationJAXJob,
-		topology.IntegrationMPIJob, topology.IntegrationAppWrapper}
+		topology.IntegrationMPIJob, topology.IntegrationAppWrapper,
+		topology.IntegrationPod, topology.IntegrationDeployment, topology.IntegrationStatefulSet, topology.IntegrationLeaderWorkerSet}
 }
 
 // isRayIntegration reports whether a Kueue integration is one of KubeRay's
