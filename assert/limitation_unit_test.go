@@ -12,8 +12,12 @@ import (
 // logging is a TB with Logf.
 type logging struct{ errs, logs []string }
 
-func (l *logging) Errorf(format string, args ...any) { l.errs = append(l.errs, fmt.Sprintf(format, args...)) }
-func (l *logging) Logf(format string, args ...any)   { l.logs = append(l.logs, fmt.Sprintf(format, args...)) }
+func (l *logging) Errorf(format string, args ...any) {
+	l.errs = append(l.errs, fmt.Sprintf(format, args...))
+}
+func (l *logging) Logf(format string, args ...any) {
+	l.logs = append(l.logs, fmt.Sprintf(format, args...))
+}
 
 // TestReporterLogsALimitationAndReportsAFailure: a Limitation is logged
 // and counts as no failure; anything else (a Limitation joined with a
