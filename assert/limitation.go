@@ -44,12 +44,12 @@ func IsLimitation(err error) bool {
 
 // statusNotCopied is StatusSynced for a kind whose status MultiKueue does
 // not copy: it judges what Kueue does promise (the copy on the worker the
-// manager chose runs: a ready replica) and returns a Limitation naming
+// manager chose runs: every replica it asks for ready) and returns a Limitation naming
 // both sides' status, or a Failure when the copy never ran.
 func (c *Checker) statusNotCopied(ctx context.Context, t target, why string) error {
 	mgr := c.Topo.Manager.Name
 	var remote string
-	err := pollHistory(ctx, c, t, fmt.Sprintf("the remote %s to have a ready replica", t.jobKind), func() error {
+	err := pollHistory(ctx, c, t, fmt.Sprintf("the remote %s to have every replica ready", t.jobKind), func() error {
 		wl, jobs := c.history(t)
 		cycles, _ := placements(wl, jobs, mgr)
 		if len(cycles) == 0 {
@@ -60,7 +60,7 @@ func (c *Checker) statusNotCopied(ctx context.Context, t target, why string) err
 		}
 		remote = cycles[len(cycles)-1].cluster
 		if !hasEvent(jobs, remote, observe.JobStarted) {
-			return fmt.Errorf("the remote %s on %q has no ready replica", t.jobKind, remote)
+			return fmt.Errorf("the remote %s on %q does not have every replica ready", t.jobKind, remote)
 		}
 		return nil
 	})

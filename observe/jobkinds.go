@@ -375,20 +375,23 @@ func appWrapperState(obj client.Object) JobState {
 }
 
 // statefulSetState reads a StatefulSet: it has no suspend (Kueue gates its
-// pods instead), starts when a replica is ready and never finishes; the
+// pods instead), has started once every replica it asks for is ready, and
+// never finishes; the
 // summary is its replica counts (which the manager's do not follow: see
 // StatusNotCopied).
 func statefulSetState(obj client.Object) JobState {
 	st := obj.(*appsv1.StatefulSet)
-	return JobState{Started: st.Status.ReadyReplicas > 0,
+	want := ptr.Deref(st.Spec.Replicas, 1)
+	return JobState{Started: want > 0 && st.Status.ReadyReplicas >= want,
 		Summary: fmt.Sprintf("replicas=%d ready=%d", st.Status.Replicas, st.Status.ReadyReplicas)}
 }
 
-// leaderWorkerSetState reads a LeaderWorkerSet: it starts when a group is
-// ready and never finishes; the summary is its counts (which the manager's
+// leaderWorkerSetState reads a LeaderWorkerSet: it has started once every
+// group it asks for is ready, and never finishes; the summary is its counts (which the manager's
 // do not follow: see StatusNotCopied).
 func leaderWorkerSetState(obj client.Object) JobState {
 	l := obj.(*lwsv1.LeaderWorkerSet)
-	return JobState{Started: l.Status.ReadyReplicas > 0,
+	want := ptr.Deref(l.Spec.Replicas, 1)
+	return JobState{Started: want > 0 && l.Status.ReadyReplicas >= want,
 		Summary: fmt.Sprintf("replicas=%d ready=%d", l.Status.Replicas, l.Status.ReadyReplicas)}
 }

@@ -91,7 +91,9 @@ func crdSources(integrations []string, clusterProfiles, kueueV1beta1, operators 
 		srcs = append(srcs, crdSource{module: modsrc.AppWrapper, root: roots.appWrapper, dir: "config/crd/bases", files: []string{"workload.codeflare.dev_appwrappers.yaml"}})
 	}
 	if slices.Contains(integrations, topology.IntegrationLeaderWorkerSet) {
-		srcs = append(srcs, crdSource{module: modsrc.LWS, root: roots.lws, dir: "config/crd/bases", files: []string{"leaderworkerset.x-k8s.io_leaderworkersets.yaml"}})
+		// Both: the controller (v0.9.0) also runs a DisaggregatedSet
+		// reconciler, and exits when its cache cannot sync (2 min).
+		srcs = append(srcs, crdSource{module: modsrc.LWS, root: roots.lws, dir: "config/crd/bases", files: []string{"disaggregatedset.x-k8s.io_disaggregatedsets.yaml", "leaderworkerset.x-k8s.io_leaderworkersets.yaml"}})
 	}
 	if clusterProfiles {
 		srcs = append(srcs, clusterProfileCRDSource())
