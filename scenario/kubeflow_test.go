@@ -77,15 +77,23 @@ func TestAppWrapperSucceedsAndFails(t *testing.T) {
 
 // TestMixedKindsAtOnce submits one job of every kind the local topology runs
 // and Kueue v0.19.2 dispatches, all at once to the same two workers, and
-// judges them together with every assertion Dispatch runs.
+// judges them together with every assertion Dispatch runs; a StatefulSet
+// and a LeaderWorkerSet run beside them all along and are judged as
+// TestStatefulSetRunsOnOneWorkerItsStatusNotCopied judges them.
 func TestMixedKindsAtOnce(t *testing.T) {
 	env := kubeflow.get(t)
-	kinds := append([]observe.Kind{observe.KindJob, observe.KindJobSet, observe.KindRayJob, observe.KindAppWrapper}, kubeflowKinds()...)
 	start := time.Now()
+	sts := workload.NewStatefulSet("mixed-kinds-sts", "default").Queue("user-queue").Requests("250m", "128Mi").Obj()
+	lws := workload.NewLeaderWorkerSet("mixed-kinds-lws", "default").Queue("user-queue").Requests("250m", "128Mi").Obj()
+	submitServing(t, env, sts)
+	submitServing(t, env, lws)
+	kinds := append([]observe.Kind{observe.KindJob, observe.KindJobSet, observe.KindRayJob, observe.KindAppWrapper}, kubeflowKinds()...)
 	res, ok := scenario.For(t, env).Dispatch(context.Background(), scenario.DispatchOptions{
 		Kinds: kinds, NamePrefix: "mixed-kinds", CPU: "250m", Memory: "128Mi",
 	})
 	t.Logf("%d jobs of %d kinds at once in %s (ok=%t); per worker %v", len(res.Objects), len(kinds), time.Since(start).Round(time.Millisecond), ok, res.PerWorker())
+	judgeSubmitted(t, env, start, sts, "statefulset_multikueue_adapter.go", "replicas=1 ready=1")
+	judgeSubmitted(t, env, start, lws, "leaderworkerset_multikueue_adapter.go", "replicas=1 ready=1")
 }
 
 // TestJAXJobIsRefusedByTheWorkersKueue is a finding: Kueue v0.19.2 has a

@@ -46,16 +46,35 @@ func TestLeaderWorkerSetRunsOnOneWorkerItsStatusNotCopied(t *testing.T) {
 // orphan is left.
 func judgeServing(t *testing.T, env *scenario.Env, obj client.Object, adapter, workerStatus string) {
 	t.Helper()
+	since := time.Now()
+	submitServing(t, env, obj)
+	judgeSubmitted(t, env, since, obj, adapter, workerStatus)
+}
+
+// submitServing creates obj on the manager and deletes it when the test
+// ends.
+func submitServing(t *testing.T, env *scenario.Env, obj client.Object) {
+	t.Helper()
 	ctx := context.Background()
-	c := *env.Check
-	c.Since = time.Now()
-	kind := obj.GetObjectKind().GroupVersionKind().Kind
-	ref := fmt.Sprintf("%s %s/%s", kind, obj.GetNamespace(), obj.GetName())
 	mgr := env.Topo.Manager
 	if err := mgr.Client.Create(ctx, obj); err != nil {
-		t.Fatalf("cluster %q: create %s: %v", mgr.Name, ref, err)
+		t.Fatalf("cluster %q: create %s: %v", mgr.Name, servingRef(obj), err)
 	}
-	defer func() { _ = mgr.Client.Delete(ctx, obj, client.PropagationPolicy(metav1.DeletePropagationBackground)) }()
+	t.Cleanup(func() { _ = mgr.Client.Delete(ctx, obj, client.PropagationPolicy(metav1.DeletePropagationBackground)) })
+}
+
+func servingRef(obj client.Object) string {
+	return fmt.Sprintf("%s %s/%s", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetNamespace(), obj.GetName())
+}
+
+// judgeSubmitted is judgeServing's judgement of obj, submitted at since.
+func judgeSubmitted(t *testing.T, env *scenario.Env, since time.Time, obj client.Object, adapter, workerStatus string) {
+	t.Helper()
+	ctx := context.Background()
+	c := *env.Check
+	c.Since = since
+	ref := servingRef(obj)
+	mgr := env.Topo.Manager
 	for _, a := range []struct {
 		name  string
 		check func(context.Context, client.Object) error
