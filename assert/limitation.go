@@ -50,15 +50,11 @@ func (c *Checker) statusNotCopied(ctx context.Context, t target, why string) err
 	mgr := c.Topo.Manager.Name
 	var remote string
 	err := pollHistory(ctx, c, t, fmt.Sprintf("the remote %s to have every replica ready", t.jobKind), func() error {
-		wl, jobs := c.history(t)
-		cycles, _ := placements(wl, jobs, mgr)
-		if len(cycles) == 0 {
-			if err := neverPlaced(wl, mgr, t); err != nil {
-				return err
-			}
-			return fmt.Errorf("%s is not placed yet", t)
+		last, jobs, err := c.lastPlacement(t)
+		if err != nil {
+			return err
 		}
-		remote = cycles[len(cycles)-1].cluster
+		remote = last.cluster
 		if !hasEvent(jobs, remote, observe.JobStarted) {
 			return fmt.Errorf("the remote %s on %q does not have every replica ready", t.jobKind, remote)
 		}

@@ -267,15 +267,9 @@ func jobOrphans(ctx context.Context, mgr, worker client.Reader, kind observe.Kin
 }
 
 func liveJob(ctx context.Context, r client.Reader, kind observe.Kind, key client.ObjectKey) (bool, string, error) {
-	obj, err := observe.NewJobObject(kind)
-	if err != nil {
-		return false, "", err
-	}
-	if err := r.Get(ctx, key, obj); err != nil {
-		if apierrors.IsNotFound(err) {
-			return false, fmt.Sprintf("no %s of that name on the manager", kind), nil
-		}
-		return false, "", err
+	obj, live, why, err := managerJob(ctx, r, kind, key)
+	if !live || err != nil {
+		return live, why, err
 	}
 	st, _ := observe.JobStateOf(obj)
 	switch {
@@ -287,18 +281,28 @@ func liveJob(ctx context.Context, r client.Reader, kind observe.Kind, key client
 	return true, "", nil
 }
 
-// sameUID reports whether the manager's kind object at key has the UID a
-// copy names (its origin-uid annotation), and why not.
-func sameUID(ctx context.Context, r client.Reader, kind observe.Kind, key client.ObjectKey, uid string) (bool, string, error) {
+// managerJob reads the manager's kind object at key; live false, and why,
+// when there is none.
+func managerJob(ctx context.Context, r client.Reader, kind observe.Kind, key client.ObjectKey) (client.Object, bool, string, error) {
 	obj, err := observe.NewJobObject(kind)
 	if err != nil {
-		return false, "", err
+		return nil, false, "", err
 	}
 	if err := r.Get(ctx, key, obj); err != nil {
 		if apierrors.IsNotFound(err) {
-			return false, fmt.Sprintf("no %s of that name on the manager", kind), nil
+			return nil, false, fmt.Sprintf("no %s of that name on the manager", kind), nil
 		}
-		return false, "", err
+		return nil, false, "", err
+	}
+	return obj, true, "", nil
+}
+
+// sameUID reports whether the manager's kind object at key has the UID a
+// copy names (its origin-uid annotation), and why not.
+func sameUID(ctx context.Context, r client.Reader, kind observe.Kind, key client.ObjectKey, uid string) (bool, string, error) {
+	obj, live, why, err := managerJob(ctx, r, kind, key)
+	if !live || err != nil {
+		return live, why, err
 	}
 	if string(obj.GetUID()) != uid {
 		return false, fmt.Sprintf("its %s=%s names an earlier %s: the manager's is %s", observe.AnnotationOriginUID, uid, kind, obj.GetUID()), nil

@@ -44,15 +44,11 @@ func (c *Checker) StatusSynced(ctx context.Context, job client.Object) error {
 	var remote string
 	inferred := false // the manager never recorded the placement (PlacementRecorded judges that)
 	waitErr := pollHistory(ctx, c, t, fmt.Sprintf("the manager %s to show the remote one's final state", t.jobRef()), func() error {
-		wl, jobs := c.history(t)
-		cycles, _ := placements(wl, jobs, mgr)
-		if len(cycles) == 0 {
-			if err := neverPlaced(wl, mgr, t); err != nil {
-				return err
-			}
-			return fmt.Errorf("%s is not placed yet", t)
+		last, jobs, err := c.lastPlacement(t)
+		if err != nil {
+			return err
 		}
-		remote, inferred = cycles[len(cycles)-1].cluster, cycles[len(cycles)-1].inferred
+		remote, inferred = last.cluster, last.inferred
 		rf, mf := finalOf(jobs, remote), finalOf(jobs, mgr)
 		switch {
 		case rf.typ == "":
@@ -190,4 +186,19 @@ func finalOf(jobs []observe.Event, cluster string) final {
 		}
 	}
 	return f
+}
+
+// lastPlacement is t's last placement cycle and its job events; an error
+// says why there is none (yet).
+func (c *Checker) lastPlacement(t target) (cycle, []observe.Event, error) {
+	mgr := c.Topo.Manager.Name
+	wl, jobs := c.history(t)
+	cycles, _ := placements(wl, jobs, mgr)
+	if len(cycles) == 0 {
+		if err := neverPlaced(wl, mgr, t); err != nil {
+			return cycle{}, jobs, err
+		}
+		return cycle{}, jobs, fmt.Errorf("%s is not placed yet", t)
+	}
+	return cycles[len(cycles)-1], jobs, nil
 }

@@ -64,27 +64,45 @@ func (lc *localCluster) startServingWebhooks(ctx context.Context, c *topology.Cl
 // startJobSetBinary starts cluster c's JobSet controller binary and
 // registers the webhooks it serves.
 func (lc *localCluster) startJobSetBinary(ctx context.Context, c *topology.Cluster, js assets.Operator, hooks webhookConfigs, o Options) error {
-	b := &controllerBinary{name: "jobset", cluster: lc.name, path: js.Path, version: js.Version,
-		dir: filepath.Join(lc.cp.dir, "jobset"), timeout: o.StartTimeout}
+	return lc.startConfigured(ctx, c, js, "config.jobset.x-k8s.io/v1alpha1", true, hooks, jobsetUser, lc.cp.jobset, o)
+}
+
+// startConfigured starts cluster c's controller binary op, one configured
+// by a file in the shape of Kueue's (JobSet's, the LeaderWorkerSet
+// controller's): apiVersion is its Configuration's; it serves on loopback
+// ports with a certificate of the cluster's CA (its metrics server too
+// with metricsCerts), leader election and internal certificates off. It
+// runs as user with the client identity id, and the webhooks of hooks it
+// serves are registered.
+func (lc *localCluster) startConfigured(ctx context.Context, c *topology.Cluster, op assets.Operator, apiVersion string, metricsCerts bool,
+	hooks webhookConfigs, user string, id keyPair, o Options) error {
+	b := &controllerBinary{name: op.Name, cluster: lc.name, path: op.Path, version: op.Version,
+		dir: filepath.Join(lc.cp.dir, op.Name), timeout: o.StartTimeout}
 	if err := b.allocate(lc.cp); err != nil {
 		return err
 	}
-	if err := b.writeServingCert(lc.cp, "webhook-certs", "metrics-certs"); err != nil {
-		return fmt.Errorf("cluster %q: JobSet's certificates: %w", lc.name, err)
+	certDirs := []string{"webhook-certs"}
+	if metricsCerts {
+		certDirs = append(certDirs, "metrics-certs")
+	}
+	if err := b.writeServingCert(lc.cp, certDirs...); err != nil {
+		return fmt.Errorf("cluster %q: %s's certificates: %w", lc.name, op.Name, err)
 	}
 	cfg := filepath.Join(b.dir, "config.yaml")
 	b.configure = func() error {
-		m := map[string]any{"apiVersion": "config.jobset.x-k8s.io/v1alpha1", "kind": "Configuration"}
+		m := map[string]any{"apiVersion": apiVersion, "kind": "Configuration"}
 		setLoopbackServing(m, *b, filepath.Join(b.dir, "webhook-certs"))
-		section(m, "metrics")["certDir"] = filepath.Join(b.dir, "metrics-certs")
+		if metricsCerts {
+			section(m, "metrics")["certDir"] = filepath.Join(b.dir, "metrics-certs")
+		}
 		raw, err := yaml.Marshal(m)
 		if err != nil {
 			return err
 		}
 		return os.WriteFile(cfg, raw, 0o600)
 	}
-	kubeconfig := filepath.Join(b.dir, "jobset.kubeconfig")
-	if err := lc.cp.writeClientKubeconfig(kubeconfig, jobsetUser, lc.cp.jobset); err != nil {
+	kubeconfig := filepath.Join(b.dir, op.Name+".kubeconfig")
+	if err := lc.cp.writeClientKubeconfig(kubeconfig, user, id); err != nil {
 		return err
 	}
 	b.args = []string{"--config=" + cfg, "--kubeconfig=" + kubeconfig}

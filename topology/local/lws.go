@@ -2,14 +2,11 @@ package local
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/yaml"
 
 	"github.com/multikueue-testkit/testkit/internal/assets"
 	"github.com/multikueue-testkit/testkit/topology"
@@ -62,33 +59,10 @@ func loadLWSWebhooks(root string) (webhookConfigs, error) {
 	return hooks, nil
 }
 
-// startLWS starts cluster c's LeaderWorkerSet controller binary, configured
-// by a file as JobSet's, and registers the webhooks it serves.
+// startLWS starts cluster c's LeaderWorkerSet controller binary,
+// configured by a file as JobSet's, and registers the webhooks it serves.
 func (lc *localCluster) startLWS(ctx context.Context, c *topology.Cluster, op assets.Operator, hooks webhookConfigs, o Options) error {
-	b := &controllerBinary{name: "lws", cluster: lc.name, path: op.Path, version: op.Version,
-		dir: filepath.Join(lc.cp.dir, "lws"), timeout: o.StartTimeout}
-	if err := b.allocate(lc.cp); err != nil {
-		return err
-	}
-	if err := b.writeServingCert(lc.cp, "webhook-certs"); err != nil {
-		return fmt.Errorf("cluster %q: the LeaderWorkerSet controller's certificate: %w", lc.name, err)
-	}
-	cfg := filepath.Join(b.dir, "config.yaml")
-	b.configure = func() error {
-		m := map[string]any{"apiVersion": "config.lws.x-k8s.io/v1alpha1", "kind": "Configuration"}
-		setLoopbackServing(m, *b, filepath.Join(b.dir, "webhook-certs"))
-		raw, err := yaml.Marshal(m)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(cfg, raw, 0o600)
-	}
-	kubeconfig := filepath.Join(b.dir, "lws.kubeconfig")
-	if err := lc.cp.writeClientKubeconfig(kubeconfig, lwsUser, lc.cp.lws); err != nil {
-		return err
-	}
-	b.args = []string{"--config=" + cfg, "--kubeconfig=" + kubeconfig}
-	return lc.startServingWebhooks(ctx, c, b, hooks)
+	return lc.startConfigured(ctx, c, op, "config.lws.x-k8s.io/v1alpha1", false, hooks, lwsUser, lc.cp.lws, o)
 }
 
 // isPodRule reports whether a webhook's rules name pods.
