@@ -20,8 +20,11 @@ import (
 // has spec.managedBy, so the manager's own controller owns the object's
 // status there and Kueue does not copy the worker's (the StatefulSet and
 // LeaderWorkerSet adapters skip the status sync, and a Deployment has no
-// adapter at all: only its pods are dispatched). The assertions say so
-// rather than fail.
+// adapter at all: only its pods are dispatched). For the StatefulSet and
+// the LeaderWorkerSet the assertions say so rather than fail
+// (assert.Limitation); the local topology runs both (kube-controller-manager's
+// StatefulSet controller, the LeaderWorkerSet controller), not yet the
+// Deployment's pods.
 
 // servingLabel selects a built serving object's pods.
 const servingLabel = "testkit.multikueue.x-k8s.io/app"
