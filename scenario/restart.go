@@ -209,15 +209,20 @@ func (r *run) resumed(ctx context.Context, objs []client.Object, stopped, starte
 			continue
 		}
 		evs, _ := r.env.Obs.History(observe.KindWorkload, key.Namespace, key.Name)
-		// later: its Workload was created after started, so it was not
-		// waiting at the stop (the per-Job checks judge it).
-		placed, later := false, false
+		// later: its Workload was created after started and its job was
+		// submitted after started too, so it was not waiting for the
+		// Kueue that came up (the per-Job checks judge it). A job
+		// submitted while no Kueue ran waits for it as one in flight at
+		// the stop does, whoever creates its Workload (seen in CI: the
+		// new leader created such a Workload 3 s after taking over and
+		// never dispatched it, as it never did 8 waiting at the kill).
+		placed, later := false, submittedAfter(r.env.Obs, ob, mgr, started)
 		for _, e := range evs {
 			if e.Cluster != mgr {
 				continue
 			}
-			if e.Type == observe.Created && e.Time.After(started) {
-				later = true
+			if e.Type == observe.Created && !e.Time.After(started) {
+				later = false
 			}
 			if !e.Time.After(stopped) && (e.ClusterName() != "" || e.Type == observe.Finished) {
 				placed = true
@@ -257,8 +262,24 @@ func (r *run) resumed(ctx context.Context, objs []client.Object, stopped, starte
 			out = append(out, w.obj)
 			continue
 		}
-		missed = append(missed, notResumed{job: ref(w.obj), err: r.errorf("cluster %q: Workload %s of %s was waiting for dispatch when Kueue stopped (no clusterName) and %s neither nominated, placed nor finished it within %s: %w",
+		missed = append(missed, notResumed{job: ref(w.obj), err: r.errorf("cluster %q: Workload %s of %s was waiting for dispatch when Kueue stopped, or was submitted before the next one came up (no clusterName), and %s neither nominated, placed nor finished it within %s: %w",
 			mgr, w.key, ref(w.obj), who, r.chk.Timeout, ErrNotResumed)})
 	}
 	return out, missed
+}
+
+// submittedAfter reports whether the manager's job object ob was created
+// after t, by the Observer's history; true when its creation was not seen.
+func submittedAfter(obs *observe.Observer, ob client.Object, mgr string, t time.Time) bool {
+	kind, ok := observe.JobKindOf(ob)
+	if !ok {
+		return true
+	}
+	evs, _ := obs.History(kind, ob.GetNamespace(), ob.GetName())
+	for _, e := range evs {
+		if e.Cluster == mgr && e.Type == observe.Created {
+			return e.Time.After(t)
+		}
+	}
+	return true
 }

@@ -154,3 +154,34 @@ func TestStrayServingCopiesFailNoOrphans(t *testing.T) {
 	}
 	t.Logf("the failure reads:\n%v", err)
 }
+
+// TestStaleLeaderWorkerSetCopyFailsNoOrphans: a LeaderWorkerSet's copy names
+// its manager object by UID only (no prebuilt-workload-name), so one of the
+// same name on the manager is not enough. A copy on a worker whose origin
+// UID names an earlier object, beside a live manager LeaderWorkerSet of
+// that name (one Kueue does not manage: no queue, so MultiKueue leaves it
+// alone), must be named.
+func TestStaleLeaderWorkerSetCopyFailsNoOrphans(t *testing.T) {
+	env := kubeflow.get(t)
+	ctx := context.Background()
+	w := env.Topo.Workers[0]
+	live := workload.NewLeaderWorkerSet("stale-lws", "default").Obj()
+	submitServing(t, env, live)
+	stale := workload.NewLeaderWorkerSet("stale-lws", "default").Label(observe.LabelOrigin, env.Topo.Spec.Kueue.Origin).
+		Annotation(observe.AnnotationOriginUID, "0b0e1a7e-stale").Obj()
+	if err := w.Client.Create(ctx, stale); err != nil {
+		t.Fatalf("cluster %q: create LeaderWorkerSet default/stale-lws: %v", w.Name, err)
+	}
+	t.Cleanup(func() { _ = w.Client.Delete(ctx, stale, client.PropagationPolicy(metav1.DeletePropagationBackground)) })
+	err := assert.New(env.Topo, env.Obs).NoOrphans(ctx)
+	var f *assert.Failure
+	if !errors.As(err, &f) {
+		t.Fatalf("want an assertion failure, got %v", err)
+	}
+	for _, want := range []string{`cluster "` + w.Name + `": LeaderWorkerSet default/stale-lws (age`, observe.AnnotationOriginUID + "=0b0e1a7e-stale names an earlier LeaderWorkerSet", "the manager's is " + string(live.GetUID())} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("failure message lacks %q:\n%v", want, err)
+		}
+	}
+	t.Logf("the failure reads:\n%v", err)
+}
