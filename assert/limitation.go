@@ -11,9 +11,9 @@ import (
 
 // Limitation is what an assertion returns instead of a failure when Kueue
 // documents that MultiKueue does not do what the assertion checks for the
-// object's kind: it does not copy a StatefulSet's status to the manager
-// (observe.StatusNotCopied), and a StatefulSet never finishes
-// (observe.NeverFinishes). It is an error, so that a caller who checks
+// object's kind: it does not copy a StatefulSet's or a LeaderWorkerSet's
+// status to the manager (observe.StatusNotCopied), and neither kind ever
+// finishes (observe.NeverFinishes). It is an error, so that a caller who checks
 // only for nil learns that nothing was judged; the Asserter and the
 // scenario Runner log it (with the TB's Logf, when it has one) instead of
 // failing the test. IsLimitation tells it from a failure.
@@ -44,8 +44,9 @@ func IsLimitation(err error) bool {
 
 // statusNotCopied is StatusSynced for a kind whose status MultiKueue does
 // not copy: it judges what Kueue does promise (the copy on the worker the
-// manager chose runs: every replica it asks for ready) and returns a Limitation naming
-// both sides' status, or a Failure when the copy never ran.
+// manager chose runs: every replica it asks for ready) and returns a
+// Limitation naming both sides' status, or a Failure when the copy never
+// ran.
 func (c *Checker) statusNotCopied(ctx context.Context, t target, why string) error {
 	mgr := c.Topo.Manager.Name
 	var remote string
