@@ -3,6 +3,7 @@ package scenario
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
+	"github.com/multikueue-testkit/testkit/internal/poll"
 	"github.com/multikueue-testkit/testkit/observe"
 	"github.com/multikueue-testkit/testkit/topology"
 )
@@ -111,6 +113,16 @@ func External(ctx context.Context, env *Env, o ExternalOptions) (ExternalResult,
 	if n.choose == nil {
 		n.choose = n.inTurn
 	}
+	// The nominator chooses among the workers the Observer has seen Active:
+	// wait until it has seen every worker so (a topology just started may
+	// be a moment behind: in-turn nominations then skipped worker-3, caught
+	// by a fresh-clone run), then go on with those it has.
+	_ = poll.Until(ctx, r.chk.Timeout, fmt.Sprintf("the Observer to record all %d workers Active", len(env.Topo.Workers)), func(context.Context) error {
+		if got := r.activeWorkers(); len(got) < len(env.Topo.Workers) {
+			return fmt.Errorf("Active so far: %v", got)
+		}
+		return nil
+	})
 	nctx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() { defer close(done); n.run(nctx) }()
