@@ -45,7 +45,8 @@ func (c *Checker) NoOrphansGrace() time.Duration {
 // Reads come from the Observer's caches: the check costs no API requests,
 // whatever the number of workloads. It checks Workloads and the job kinds the
 // Observer watches (batch/Job; JobSet, RayJob, the Kubeflow training jobs, the
-// MPIJob and the AppWrapper when their integration is on:
+// MPIJob, the TrainJob, the AppWrapper, the StatefulSet and the
+// LeaderWorkerSet when their integration is on:
 // observe.JobKindsFor). Once none
 // is left, it checks the pods, with one list per worker
 // from its API server: a pod whose Job was MultiKueue's copy (by the

@@ -31,7 +31,10 @@ import (
 //
 // For a kind whose status MultiKueue does not copy (a StatefulSet:
 // observe.StatusNotCopied) it checks that the copy on the chosen worker
-// runs and returns a Limitation that shows both sides' status.
+// runs and returns a Limitation that shows both sides' status. For a kind
+// that never finishes but whose status MultiKueue copies (a RayCluster), it
+// waits until the copy on the chosen worker has started and the manager's
+// object shows the same status.
 func (c *Checker) StatusSynced(ctx context.Context, job client.Object) error {
 	t, err := c.resolveFor(ctx, "StatusSynced", job)
 	if err != nil {
@@ -39,6 +42,9 @@ func (c *Checker) StatusSynced(ctx context.Context, job client.Object) error {
 	}
 	if why := observe.StatusNotCopied(t.jobKind); why != "" {
 		return c.statusNotCopied(ctx, t, why)
+	}
+	if observe.NeverFinishes(t.jobKind) {
+		return c.runningStatusSynced(ctx, t)
 	}
 	mgr := c.Topo.Manager.Name
 	var remote string
@@ -201,4 +207,45 @@ func (c *Checker) lastPlacement(t target) (cycle, []observe.Event, error) {
 		return cycle{}, jobs, fmt.Errorf("%s is not placed yet", t)
 	}
 	return cycles[len(cycles)-1], jobs, nil
+}
+
+// runningStatusSynced is StatusSynced for a kind that never finishes and
+// whose status MultiKueue copies: the copy on the chosen worker must start
+// and the manager's object must come to show the status the copy shows.
+func (c *Checker) runningStatusSynced(ctx context.Context, t target) error {
+	mgr := c.Topo.Manager.Name
+	var remote, rs, ms string
+	err := pollHistory(ctx, c, t, fmt.Sprintf("the manager %s to show the running remote one's status", t.jobRef()), func() error {
+		last, jobs, err := c.lastPlacement(t)
+		if err != nil {
+			return err
+		}
+		remote = last.cluster
+		if !hasEvent(jobs, remote, observe.JobStarted) {
+			return fmt.Errorf("the remote %s on %q has not started", t.jobKind, remote)
+		}
+		rs, ms = lastDetail(jobs, remote, observe.JobStatus), lastDetail(jobs, mgr, observe.JobStatus)
+		if ms != rs {
+			return fmt.Errorf("the manager's status %q is not the remote one's %q yet", ms, rs)
+		}
+		return nil
+	})
+	if err == nil {
+		return nil
+	}
+	wl, jobs := c.history(t)
+	var problems []string
+	switch {
+	case remote == "" || !hasEvent(jobs, remote, observe.JobStarted):
+		problems = c.waited(ctx, t, err)
+	default:
+		problems = []string{fmt.Sprintf("cluster %q: %s shows status %q; the running remote %s on %q shows %q", mgr, t.jobRef(), ms, t.jobKind, remote, rs)}
+	}
+	return c.fail(ctx, &Failure{
+		Assertion: "StatusSynced",
+		Object:    t.jobRef(),
+		Expected:  fmt.Sprintf("the manager %s's status to follow the running remote one's (a %s never finishes)", t.jobKind, t.jobKind),
+		Problems:  problems,
+		Timeline:  c.timeline(wl, jobs),
+	}, t.refs(c)...)
 }

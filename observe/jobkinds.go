@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	kfmpi "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v2beta1"
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	kftraining "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
@@ -28,6 +29,10 @@ const (
 	KindJob    Kind = "Job"
 	KindJobSet Kind = "JobSet"
 	KindRayJob Kind = "RayJob"
+	// KubeRay's RayCluster, a serving kind: it runs until it is deleted;
+	// MultiKueue copies its status. A RayJob's own RayCluster (on a worker,
+	// owned by the RayJob) is recorded too, and is no MultiKueue copy.
+	KindRayCluster Kind = "RayCluster"
 	// The Kubeflow training-operator's jobs (kubeflow.org/v1).
 	KindPyTorchJob Kind = "PyTorchJob"
 	KindTFJob      Kind = "TFJob"
@@ -36,6 +41,10 @@ const (
 	KindJAXJob     Kind = "JAXJob"
 	// The MPI operator's MPIJob (kubeflow.org/v2beta1).
 	KindMPIJob Kind = "MPIJob"
+	// The Kubeflow Trainer's TrainJob (trainer.kubeflow.org/v1alpha1): it
+	// runs as a JobSet of its name, whose pods are the TrainJob's (see
+	// PodHistory).
+	KindTrainJob Kind = "TrainJob"
 	// The AppWrapper (workload.codeflare.dev/v1beta2).
 	KindAppWrapper Kind = "AppWrapper"
 	// The apps/v1 StatefulSet, a serving kind: it never finishes, and
@@ -68,7 +77,9 @@ func CopyServesWorkloads(k Kind) bool { return k == KindLeaderWorkerSet }
 
 // NeverFinishes reports whether a kind runs until it is deleted (a serving
 // kind): its Workload is never Finished.
-func NeverFinishes(k Kind) bool { return k == KindStatefulSet || k == KindLeaderWorkerSet }
+func NeverFinishes(k Kind) bool {
+	return k == KindStatefulSet || k == KindLeaderWorkerSet || k == KindRayCluster
+}
 
 // JobState is what the Observer and the assertions read from a job object
 // of any known kind.
@@ -102,11 +113,13 @@ func jobKindTable() []jobKind {
 		{KindJob, topology.IntegrationBatchJob, func() client.Object { return &batchv1.Job{} }, func() client.ObjectList { return &batchv1.JobList{} }, batchJobState},
 		{KindJobSet, topology.IntegrationJobSet, func() client.Object { return &jobset.JobSet{} }, func() client.ObjectList { return &jobset.JobSetList{} }, jobSetState},
 		{KindRayJob, topology.IntegrationRayJob, func() client.Object { return &rayv1.RayJob{} }, func() client.ObjectList { return &rayv1.RayJobList{} }, rayJobState},
+		{KindRayCluster, topology.IntegrationRayCluster, func() client.Object { return &rayv1.RayCluster{} }, func() client.ObjectList { return &rayv1.RayClusterList{} }, rayClusterState},
 		{KindPyTorchJob, topology.IntegrationPyTorchJob, func() client.Object { return &kftraining.PyTorchJob{} }, func() client.ObjectList { return &kftraining.PyTorchJobList{} }, kubeflowState},
 		{KindTFJob, topology.IntegrationTFJob, func() client.Object { return &kftraining.TFJob{} }, func() client.ObjectList { return &kftraining.TFJobList{} }, kubeflowState},
 		{KindXGBoostJob, topology.IntegrationXGBoostJob, func() client.Object { return &kftraining.XGBoostJob{} }, func() client.ObjectList { return &kftraining.XGBoostJobList{} }, kubeflowState},
 		{KindPaddleJob, topology.IntegrationPaddleJob, func() client.Object { return &kftraining.PaddleJob{} }, func() client.ObjectList { return &kftraining.PaddleJobList{} }, kubeflowState},
 		{KindMPIJob, topology.IntegrationMPIJob, func() client.Object { return &kfmpi.MPIJob{} }, func() client.ObjectList { return &kfmpi.MPIJobList{} }, mpiJobState},
+		{KindTrainJob, topology.IntegrationTrainJob, func() client.Object { return &trainer.TrainJob{} }, func() client.ObjectList { return &trainer.TrainJobList{} }, trainJobState},
 		{KindAppWrapper, topology.IntegrationAppWrapper, func() client.Object { return &awv1beta2.AppWrapper{} }, func() client.ObjectList { return &awv1beta2.AppWrapperList{} }, appWrapperState},
 		{KindJAXJob, topology.IntegrationJAXJob, func() client.Object { return &kftraining.JAXJob{} }, func() client.ObjectList { return &kftraining.JAXJobList{} }, kubeflowState},
 		{KindLeaderWorkerSet, topology.IntegrationLeaderWorkerSet, func() client.Object { return &lwsv1.LeaderWorkerSet{} }, func() client.ObjectList { return &lwsv1.LeaderWorkerSetList{} }, leaderWorkerSetState},
@@ -179,6 +192,8 @@ func JobKindOf(obj client.Object) (Kind, bool) {
 		return KindJobSet, true
 	case *rayv1.RayJob:
 		return KindRayJob, true
+	case *rayv1.RayCluster:
+		return KindRayCluster, true
 	case *kftraining.PyTorchJob:
 		return KindPyTorchJob, true
 	case *kftraining.TFJob:
@@ -191,6 +206,8 @@ func JobKindOf(obj client.Object) (Kind, bool) {
 		return KindJAXJob, true
 	case *kfmpi.MPIJob:
 		return KindMPIJob, true
+	case *trainer.TrainJob:
+		return KindTrainJob, true
 	case *awv1beta2.AppWrapper:
 		return KindAppWrapper, true
 	case *appsv1.StatefulSet:
@@ -256,6 +273,16 @@ func rayJobState(obj client.Object) JobState {
 		}
 	}
 	s.Summary = fmt.Sprintf("deployment=%s job=%s", rj.Status.JobDeploymentStatus, rj.Status.JobStatus)
+	return s
+}
+
+// rayClusterState reads a RayCluster: it has started once KubeRay calls it
+// ready, and never finishes; Kueue's MultiKueue adapter copies the worker's
+// whole status, so the summary is its state and its worker counts.
+func rayClusterState(obj client.Object) JobState {
+	rc := obj.(*rayv1.RayCluster)
+	s := JobState{Suspended: ptr.Deref(rc.Spec.Suspend, false), Started: rc.Status.State == rayv1.Ready}
+	s.Summary = fmt.Sprintf("state=%s readyWorkers=%d desiredWorkers=%d", rc.Status.State, rc.Status.ReadyWorkerReplicas, rc.Status.DesiredWorkerReplicas)
 	return s
 }
 
@@ -346,6 +373,28 @@ func kubeflowParts(obj client.Object) (kftraining.RunPolicy, kftraining.JobStatu
 		return j.Spec.RunPolicy, j.Status
 	}
 	return kftraining.RunPolicy{}, kftraining.JobStatus{}
+}
+
+// trainJobState reads a TrainJob: finished by its Complete or Failed
+// condition, started once it is not suspended and its JobSet reports jobs;
+// Kueue's MultiKueue adapter copies the worker's whole status, so the
+// summary is every job's counts and the terminal condition.
+func trainJobState(obj client.Object) JobState {
+	t := obj.(*trainer.TrainJob)
+	s := JobState{Suspended: ptr.Deref(t.Spec.Suspend, false)}
+	s.Started = !s.Suspended && len(t.Status.JobsStatus) > 0
+	if c := apimeta.FindStatusCondition(t.Status.Conditions, trainer.TrainJobComplete); c != nil && c.Status == metav1.ConditionTrue {
+		s.Succeeded, s.Reason = true, c.Reason
+	}
+	if c := apimeta.FindStatusCondition(t.Status.Conditions, trainer.TrainJobFailed); c != nil && c.Status == metav1.ConditionTrue {
+		s.Failed, s.Reason = true, c.Reason
+	}
+	jobs := make([]string, 0, len(t.Status.JobsStatus))
+	for _, j := range t.Status.JobsStatus {
+		jobs = append(jobs, roleSummary(j.Name, ptr.Deref(j.Active, 0), ptr.Deref(j.Succeeded, 0), ptr.Deref(j.Failed, 0)))
+	}
+	s.Summary = replicaSummary(jobs, s)
+	return s
 }
 
 // appWrapperState reads an AppWrapper by its phase, as Kueue does (finished

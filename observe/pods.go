@@ -34,6 +34,9 @@ const (
 const (
 	rayOriginatedFromCRName = "ray.io/originated-from-cr-name"
 	rayOriginatedFromCRD    = "ray.io/originated-from-crd"
+	// rayClusterLabel names the RayCluster on each of its pods
+	// (utils.RayClusterLabelKey).
+	rayClusterLabel = "ray.io/cluster"
 )
 
 // kubeflowOperator maps a training-operator controller's name, or the MPI
@@ -68,6 +71,9 @@ func podOwner(p *corev1.Pod) (kind Kind, name string, ok bool) {
 	}
 	if n := l[rayOriginatedFromCRName]; n != "" && l[rayOriginatedFromCRD] == string(KindRayJob) {
 		return KindRayJob, n, true
+	}
+	if n := l[rayClusterLabel]; n != "" && (l[rayOriginatedFromCRD] == "" || l[rayOriginatedFromCRD] == string(KindRayCluster)) {
+		return KindRayCluster, n, true
 	}
 	if n := l[awv1beta2.AppWrapperLabel]; n != "" {
 		return KindAppWrapper, n, true
@@ -144,10 +150,14 @@ func podTransitions(prev, cur *snapshot, add func(Type, string, []string)) {
 // PodHistory returns the transitions of every pod run for the job object of
 // kind namespace/name, on every worker, oldest first: where each was bound,
 // how it ran, when it went. Pods are tied to their job by labels (see
-// KindPod); nil when none was seen.
+// KindPod; a TrainJob's are its JobSet's, which has its name); nil when none
+// was seen.
 func (o *Observer) PodHistory(kind Kind, namespace, name string) []Event {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if kind == KindTrainJob {
+		kind = KindJobSet
+	}
 	var out []Event
 	for pod := range o.pods[objKey{kind: kind, namespace: namespace, name: name}] {
 		if r := o.records[objKey{kind: KindPod, namespace: namespace, name: pod}]; r != nil {

@@ -1,15 +1,20 @@
 package scenario_test
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"strings"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	"github.com/multikueue-testkit/testkit/assert"
 	"github.com/multikueue-testkit/testkit/observe"
 	"github.com/multikueue-testkit/testkit/scenario"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	"github.com/multikueue-testkit/testkit/topology"
+	"github.com/multikueue-testkit/testkit/workload"
 )
 
 func hasCreatedOn(evs []observe.Event, cluster string) bool {
@@ -83,4 +88,19 @@ func failsNaming(t *testing.T, err error, wants ...string) {
 		}
 	}
 	t.Logf("the failure reads:\n%v", err)
+}
+
+// ensureTrainingRuntime creates the ClusterTrainingRuntime built TrainJobs
+// refer to (workload.DefaultTrainingRuntime) on every cluster of env where
+// it is missing, for a test that creates TrainJobs itself (Dispatch does it
+// for its own).
+func ensureTrainingRuntime(t *testing.T, env *scenario.Env) {
+	t.Helper()
+	ctx := context.Background()
+	for _, c := range append([]*topology.Cluster{env.Topo.Manager}, env.Topo.Workers...) {
+		err := c.Client.Create(ctx, workload.NewClusterTrainingRuntime(workload.DefaultTrainingRuntime))
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatalf("cluster %q: create ClusterTrainingRuntime %q: %v", c.Name, workload.DefaultTrainingRuntime, err)
+		}
+	}
 }

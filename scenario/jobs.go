@@ -58,6 +58,8 @@ func (j JobTemplate) Build() (client.Object, error) {
 		return build(j, workload.NewMPIJob(j.Name, j.Namespace), (*workload.MPIJobBuilder).Obj)
 	case observe.KindAppWrapper:
 		return build(j, workload.NewAppWrapper(j.Name, j.Namespace), (*workload.AppWrapperBuilder).Obj)
+	case observe.KindTrainJob:
+		return build(j, workload.NewTrainJob(j.Name, j.Namespace), (*workload.TrainJobBuilder).Obj)
 	}
 	return nil, fmt.Errorf("scenario: job kind %q: package workload has no builder for it (buildable: %v)", j.Kind, buildableKinds())
 }
@@ -83,7 +85,7 @@ func build[B templated[B], O client.Object](j JobTemplate, b B, obj func(B) O) (
 // buildableKinds are the job kinds JobTemplate.Build can build.
 func buildableKinds() []observe.Kind {
 	return []observe.Kind{observe.KindJob, observe.KindJobSet, observe.KindRayJob,
-		observe.KindPyTorchJob, observe.KindTFJob, observe.KindXGBoostJob, observe.KindPaddleJob, observe.KindJAXJob, observe.KindMPIJob, observe.KindAppWrapper}
+		observe.KindPyTorchJob, observe.KindTFJob, observe.KindXGBoostJob, observe.KindPaddleJob, observe.KindJAXJob, observe.KindMPIJob, observe.KindAppWrapper, observe.KindTrainJob}
 }
 
 // Kinds returns the job kinds the topology's Kueue integrations enable that

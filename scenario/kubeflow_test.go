@@ -21,15 +21,16 @@ import (
 
 // kubeflowKinds are the Kubeflow training-operator's kinds that MultiKueue
 // dispatches on Kueue v0.19.2 (the JAXJob is not among them:
-// TestJAXJobIsRefusedByTheWorkersKueue) and the MPI operator's MPIJob.
+// TestJAXJobIsRefusedByTheWorkersKueue), the MPI operator's MPIJob and the
+// Kubeflow Trainer's TrainJob.
 func kubeflowKinds() []observe.Kind {
-	return []observe.Kind{observe.KindPyTorchJob, observe.KindTFJob, observe.KindXGBoostJob, observe.KindPaddleJob, observe.KindMPIJob}
+	return []observe.Kind{observe.KindPyTorchJob, observe.KindTFJob, observe.KindXGBoostJob, observe.KindPaddleJob, observe.KindMPIJob, observe.KindTrainJob}
 }
 
 // TestKubeflowKindsSucceedAndFail dispatches, for each Kubeflow training
-// job kind and the MPIJob, one job that succeeds and one that fails through
-// MultiKueue to workers that run the real training-operator and MPI
-// operator, and judges each with every
+// job kind, the MPIJob and the TrainJob, one job that succeeds and one that
+// fails through MultiKueue to workers that run the real training-operator,
+// MPI operator and Kubeflow Trainer, and judges each with every
 // assertion Dispatch runs (Finished, ExactlyOnceAdmitted, NominationCleared,
 // LosersCleaned, StatusSynced, the outcome, QuotaRespected, NoOrphans).
 func TestKubeflowKindsSucceedAndFail(t *testing.T) {
@@ -139,12 +140,12 @@ func TestJAXJobIsRefusedByTheWorkersKueue(t *testing.T) {
 }
 
 // TestKubeflowJobWithASecondAdmissionFailsExactlyOnceAdmitted places a
-// JobSet, a PyTorchJob, an MPIJob and an AppWrapper and gives, for each, the
+// JobSet, a PyTorchJob, an MPIJob, an AppWrapper and a TrainJob and gives, for each, the
 // other worker an admitted copy of its Workload for a moment, through the
 // real API: ExactlyOnceAdmitted must name it.
 func TestKubeflowJobWithASecondAdmissionFailsExactlyOnceAdmitted(t *testing.T) {
 	env := kubeflow.get(t)
-	for _, k := range []observe.Kind{observe.KindJobSet, observe.KindPyTorchJob, observe.KindMPIJob, observe.KindAppWrapper} {
+	for _, k := range []observe.Kind{observe.KindJobSet, observe.KindPyTorchJob, observe.KindMPIJob, observe.KindAppWrapper, observe.KindTrainJob} {
 		t.Run(string(k), func(t *testing.T) {
 			job, err := scenario.JobTemplate{Kind: k, Name: "kf-double-" + strings.ToLower(string(k)), Namespace: "default",
 				Queue: "user-queue", CPU: "250m", Memory: "128Mi", RunFor: 20 * time.Second}.Build()
@@ -163,6 +164,9 @@ func secondAdmissionFails(t *testing.T, env *scenario.Env, job client.Object) {
 	ctx := context.Background()
 	kind, _ := observe.JobKindOf(job)
 	mgr := env.Topo.Manager
+	if kind == observe.KindTrainJob {
+		ensureTrainingRuntime(t, env)
+	}
 	if err := mgr.Client.Create(ctx, job); err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +240,7 @@ func secondAdmissionFails(t *testing.T, env *scenario.Env, job client.Object) {
 }
 
 // TestStrayKubeflowCopiesFailNoOrphans leaves, on a worker, a TFJob, a
-// PyTorchJob and an MPIJob labelled as MultiKueue's copies whose manager
+// PyTorchJob, an MPIJob and a TrainJob labelled as MultiKueue's copies whose manager
 // objects do not exist, created through the real API (the operators run
 // them): NoOrphans must name each.
 func TestStrayKubeflowCopiesFailNoOrphans(t *testing.T) {
@@ -250,7 +254,10 @@ func TestStrayKubeflowCopiesFailNoOrphans(t *testing.T) {
 	pt.Spec.RunPolicy.Suspend = nil
 	mpi := workload.NewMPIJob("kf-stray-mpi", "default").Label(observe.LabelOrigin, origin).Label(observe.LabelPrebuiltWorkload, "mpijob-kf-stray-mpi-gone").Obj()
 	mpi.Spec.RunPolicy.Suspend = nil
-	strays := []client.Object{tf, pt, mpi}
+	tj := workload.NewTrainJob("kf-stray-tj", "default").Label(observe.LabelOrigin, origin).Label(observe.LabelPrebuiltWorkload, "trainjob-kf-stray-tj-gone").Obj()
+	tj.Spec.Suspend = nil
+	ensureTrainingRuntime(t, env)
+	strays := []client.Object{tf, pt, mpi, tj}
 	for _, o := range strays {
 		if err := w.Client.Create(ctx, o); err != nil {
 			t.Fatal(err)
@@ -263,6 +270,7 @@ func TestStrayKubeflowCopiesFailNoOrphans(t *testing.T) {
 	})
 	err := assert.New(env.Topo, env.Obs).NoOrphans(ctx)
 	failsNaming(t, err, "NoOrphans failed", `cluster "`+w.Name+`": TFJob default/kf-stray-tf (age`, `cluster "`+w.Name+`": PyTorchJob default/kf-stray-pt (age`,
-		`cluster "`+w.Name+`": MPIJob default/kf-stray-mpi (age`,
-		"no TFJob of that name on the manager", "no PyTorchJob of that name on the manager", "no MPIJob of that name on the manager")
+		`cluster "`+w.Name+`": MPIJob default/kf-stray-mpi (age`, `cluster "`+w.Name+`": TrainJob default/kf-stray-tj (age`,
+		"no TFJob of that name on the manager", "no PyTorchJob of that name on the manager", "no MPIJob of that name on the manager",
+		"no TrainJob of that name on the manager")
 }

@@ -72,20 +72,20 @@ var (
 		Integrations: []string{topology.IntegrationBatchJob, topology.IntegrationJobSet, topology.IntegrationRayJob},
 	}}}
 	// kubeflow: 1 manager + 2 workers with every integration the local
-	// topology runs: batch/Job, JobSet, RayJob, every Kubeflow
-	// training-operator kind, the MPIJob, the AppWrapper, the built-in pod,
+	// topology runs: batch/Job, JobSet, RayJob, RayCluster, every Kubeflow
+	// training-operator kind, the MPIJob, the AppWrapper, the TrainJob, the built-in pod,
 	// Deployment and StatefulSet integrations and the LeaderWorkerSet (the
 	// workers run the JobSet controller, the KubeRay operator, the
-	// training-operator, the MPI operator and the AppWrapper controller;
+	// training-operator, the MPI operator, the Kubeflow Trainer and the AppWrapper controller;
 	// every cluster the LeaderWorkerSet controller and, in its
 	// kube-controller-manager, the Deployment, ReplicaSet and StatefulSet
 	// controllers), and MultiKueue's garbage collector off, so that the
 	// strays a test makes stay until it removes them.
 	kubeflow = &sharedEnv{name: "kubeflow", opts: topology.Options{Workers: 2, Kueue: topology.KueueOptions{
 		GCInterval: dur(0),
-		Integrations: []string{topology.IntegrationBatchJob, topology.IntegrationJobSet, topology.IntegrationRayJob,
+		Integrations: []string{topology.IntegrationBatchJob, topology.IntegrationJobSet, topology.IntegrationRayJob, topology.IntegrationRayCluster,
 			topology.IntegrationPyTorchJob, topology.IntegrationTFJob, topology.IntegrationXGBoostJob, topology.IntegrationPaddleJob,
-			topology.IntegrationJAXJob, topology.IntegrationMPIJob, topology.IntegrationAppWrapper,
+			topology.IntegrationJAXJob, topology.IntegrationMPIJob, topology.IntegrationAppWrapper, topology.IntegrationTrainJob,
 			topology.IntegrationPod, topology.IntegrationDeployment, topology.IntegrationStatefulSet, topology.IntegrationLeaderWorkerSet},
 	}}}
 	// resilient: 1 manager + 3 workers with a 20 s workerLostTimeout and a

@@ -2,17 +2,23 @@ package scenario_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/multikueue-testkit/testkit/assert"
+	"github.com/multikueue-testkit/testkit/internal/poll"
 	"github.com/multikueue-testkit/testkit/observe"
 	"github.com/multikueue-testkit/testkit/scenario"
+	"github.com/multikueue-testkit/testkit/topology"
 	"github.com/multikueue-testkit/testkit/workload"
 )
 
@@ -36,6 +42,136 @@ func TestStatefulSetRunsOnOneWorkerItsStatusNotCopied(t *testing.T) {
 func TestLeaderWorkerSetRunsOnOneWorkerItsStatusNotCopied(t *testing.T) {
 	lws := workload.NewLeaderWorkerSet("lws", "default").Queue("user-queue").Requests("250m", "128Mi").Obj()
 	judgeServing(t, kubeflow.get(t), lws, "leaderworkerset_multikueue_adapter.go", "replicas=1 ready=1")
+}
+
+// TestRayClusterRunsOnOneWorkerItsStatusSynced dispatches a RayCluster (a
+// head and one worker) through MultiKueue to workers that run the real
+// KubeRay operator, and judges it with every assertion: admitted exactly
+// once, the nomination cleared, the loser's copy removed; StatusSynced
+// holds (Kueue copies a RayCluster's status: the manager's comes to show
+// the running copy's) and Finished returns the limitation (a RayCluster
+// runs until it is deleted); once the manager's is deleted, its copy goes
+// too (NoOrphans).
+func TestRayClusterRunsOnOneWorkerItsStatusSynced(t *testing.T) {
+	env := kubeflow.get(t)
+	ctx := context.Background()
+	rc := workload.NewRayCluster("rc", "default").Queue("user-queue").Requests("250m", "128Mi").Obj()
+	since := time.Now()
+	submitServing(t, env, rc)
+	c := *env.Check
+	c.Since = since
+	for _, a := range []struct {
+		name  string
+		check func(context.Context, client.Object) error
+	}{{"ExactlyOnceAdmitted", c.ExactlyOnceAdmitted}, {"NominationCleared", c.NominationCleared}, {"LosersCleaned", c.LosersCleaned}, {"StatusSynced", c.StatusSynced}} {
+		if err := a.check(ctx, rc); err != nil {
+			t.Errorf("%s: %v", a.name, err)
+		}
+	}
+	mgr := env.Topo.Manager
+	var got rayv1.RayCluster
+	if err := mgr.Client.Get(ctx, client.ObjectKeyFromObject(rc), &got); err != nil {
+		t.Fatalf("cluster %q: get RayCluster default/rc: %v", mgr.Name, err)
+	}
+	if got.Status.State != rayv1.Ready {
+		t.Errorf("cluster %q: RayCluster default/rc is %q after StatusSynced held, want %q (copied from the worker)", mgr.Name, got.Status.State, rayv1.Ready)
+	}
+	if err := c.Finished(ctx, rc); !assert.IsLimitation(err) {
+		t.Errorf("Finished: want the documented limitation, got: %v", err)
+	}
+	if err := mgr.Client.Delete(ctx, rc, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
+		t.Fatalf("cluster %q: delete RayCluster default/rc: %v", mgr.Name, err)
+	}
+	if err := c.NoOrphans(ctx); err != nil {
+		t.Errorf("NoOrphans: %v", err)
+	}
+}
+
+// TestRayClusterStatusThatStopsFollowingFailsStatusSynced: once a placed
+// RayCluster's status has synced, the manager's stops following the
+// worker's. Kueue restores a manager status changed by hand within
+// milliseconds (seen here: its status patch 47 ms after the test's), so the
+// test first has the manager's API server refuse Kueue's status writes to
+// this RayCluster (a validating webhook, matched by CEL on Kueue's user and
+// the object's name, whose endpoint does not answer: failurePolicy Fail),
+// then changes the manager's status through the real API: StatusSynced must
+// name both statuses.
+func TestRayClusterStatusThatStopsFollowingFailsStatusSynced(t *testing.T) {
+	env := kubeflow.get(t)
+	ctx := context.Background()
+	rc := workload.NewRayCluster("rc-stale-status", "default").Queue("user-queue").Requests("250m", "128Mi").Obj()
+	since := time.Now()
+	submitServing(t, env, rc)
+	c := *env.Check
+	c.Since = since
+	if err := c.StatusSynced(ctx, rc); err != nil {
+		t.Fatalf("healthy before the change: %v", err)
+	}
+	mgr := env.Topo.Manager
+	refuseStatusWrites(t, mgr, "kueue", "rayclusters/status", rc.Name)
+	var got rayv1.RayCluster
+	if err := mgr.Client.Get(ctx, client.ObjectKeyFromObject(rc), &got); err != nil {
+		t.Fatalf("cluster %q: get RayCluster default/rc-stale-status: %v", mgr.Name, err)
+	}
+	orig := got.DeepCopy()
+	got.Status.DesiredWorkerReplicas, got.Status.ReadyWorkerReplicas = 7, 7
+	if err := mgr.Client.Status().Patch(ctx, &got, client.MergeFrom(orig)); err != nil {
+		t.Fatalf("cluster %q: patch RayCluster default/rc-stale-status's status: %v", mgr.Name, err)
+	}
+	err := poll.Until(ctx, 10*time.Second, "the Observer to record the manager's changed RayCluster status", func(context.Context) error {
+		evs, _ := env.Obs.History(observe.KindRayCluster, rc.Namespace, rc.Name)
+		for _, e := range evs {
+			if e.Cluster == mgr.Name && e.Type == observe.JobStatus && strings.Contains(e.Detail, "readyWorkers=7") {
+				return nil
+			}
+		}
+		return errors.New("not yet")
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Timeout = 20 * time.Second
+	err = c.StatusSynced(ctx, rc)
+	failsNaming(t, err, "StatusSynced failed", "RayCluster default/rc-stale-status", `cluster "`+mgr.Name+`"`, "readyWorkers=7 desiredWorkers=7", "readyWorkers=1 desiredWorkers=1")
+}
+
+// refuseStatusWrites has cluster c's API server refuse user's writes to
+// resource (a status subresource, "rayclusters/status") of the objects named
+// name until the test ends: a validating webhook matched by CEL on the user
+// and the name, whose endpoint does not answer, with failurePolicy Fail.
+func refuseStatusWrites(t *testing.T, c *topology.Cluster, user, resource, name string) {
+	t.Helper()
+	ctx := context.Background()
+	fail := admissionv1.Fail
+	none := admissionv1.SideEffectClassNone
+	url := "https://127.0.0.1:1/refuse"
+	wh := &admissionv1.ValidatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: "mktk-test-refuse-" + name},
+		Webhooks: []admissionv1.ValidatingWebhook{{
+			Name:                    "refuse.test.multikueue.x-k8s.io",
+			ClientConfig:            admissionv1.WebhookClientConfig{URL: &url},
+			FailurePolicy:           &fail,
+			SideEffects:             &none,
+			AdmissionReviewVersions: []string{"v1"},
+			TimeoutSeconds:          ptr.To[int32](1),
+			Rules: []admissionv1.RuleWithOperations{{
+				Operations: []admissionv1.OperationType{admissionv1.Update},
+				Rule:       admissionv1.Rule{APIGroups: []string{"*"}, APIVersions: []string{"*"}, Resources: []string{resource}},
+			}},
+			MatchConditions: []admissionv1.MatchCondition{
+				{Name: "user", Expression: fmt.Sprintf("request.userInfo.username == %q", user)},
+				{Name: "name", Expression: fmt.Sprintf("request.name == %q", name)},
+			},
+		}},
+	}
+	if err := c.Client.Create(ctx, wh); err != nil {
+		t.Fatalf("cluster %q: create ValidatingWebhookConfiguration %s: %v", c.Name, wh.Name, err)
+	}
+	t.Cleanup(func() {
+		if err := c.Client.Delete(ctx, wh); err != nil {
+			t.Errorf("cluster %q: delete ValidatingWebhookConfiguration %s: %v", c.Name, wh.Name, err)
+		}
+	})
 }
 
 // judgeServing submits obj, a serving kind, on the manager and judges it:
@@ -104,7 +240,7 @@ func judgeSubmitted(t *testing.T, env *scenario.Env, since time.Time, obj client
 }
 
 // TestServingKindWithASecondAdmissionFailsExactlyOnceAdmitted gives a
-// placed StatefulSet's and a placed LeaderWorkerSet's Workload an admitted
+// placed StatefulSet's, LeaderWorkerSet's and RayCluster's Workload an admitted
 // copy on the other worker for a moment, through the real API:
 // ExactlyOnceAdmitted must name it.
 func TestServingKindWithASecondAdmissionFailsExactlyOnceAdmitted(t *testing.T) {
@@ -112,13 +248,14 @@ func TestServingKindWithASecondAdmissionFailsExactlyOnceAdmitted(t *testing.T) {
 	for _, obj := range []client.Object{
 		workload.NewStatefulSet("sts-double", "default").Queue("user-queue").Requests("250m", "128Mi").Obj(),
 		workload.NewLeaderWorkerSet("lws-double", "default").Queue("user-queue").Requests("250m", "128Mi").Obj(),
+		workload.NewRayCluster("rc-double", "default").Queue("user-queue").Requests("250m", "128Mi").Obj(),
 	} {
 		t.Run(obj.GetObjectKind().GroupVersionKind().Kind, func(t *testing.T) { secondAdmissionFails(t, env, obj) })
 	}
 }
 
-// TestStrayServingCopiesFailNoOrphans leaves, on a worker, a StatefulSet and
-// a LeaderWorkerSet labelled as MultiKueue's copies whose manager objects do
+// TestStrayServingCopiesFailNoOrphans leaves, on a worker, a StatefulSet, a
+// LeaderWorkerSet and a RayCluster labelled as MultiKueue's copies whose manager objects do
 // not exist, created through the real API (their controllers run them):
 // NoOrphans must name each.
 func TestStrayServingCopiesFailNoOrphans(t *testing.T) {
@@ -130,6 +267,9 @@ func TestStrayServingCopiesFailNoOrphans(t *testing.T) {
 		workload.NewStatefulSet("stray-sts", "default").Label(observe.LabelOrigin, origin).Label(observe.LabelPrebuiltWorkload, "statefulset-stray-sts-gone").Obj(),
 		workload.NewLeaderWorkerSet("stray-lws", "default").Label(observe.LabelOrigin, origin).Label(observe.LabelPrebuiltWorkload, "leaderworkerset-stray-lws-gone").Obj(),
 	}
+	rc := workload.NewRayCluster("stray-rc", "default").Label(observe.LabelOrigin, origin).Label(observe.LabelPrebuiltWorkload, "raycluster-stray-rc-gone").Obj()
+	rc.Spec.Suspend = nil
+	strays = append(strays, rc)
 	for _, o := range strays {
 		if err := w.Client.Create(ctx, o); err != nil {
 			t.Fatalf("cluster %q: create %T %s: %v", w.Name, o, o.GetName(), err)
@@ -142,7 +282,8 @@ func TestStrayServingCopiesFailNoOrphans(t *testing.T) {
 	})
 	err := assert.New(env.Topo, env.Obs).NoOrphans(ctx)
 	failsNaming(t, err, "NoOrphans failed", `cluster "`+w.Name+`": StatefulSet default/stray-sts (age`, `cluster "`+w.Name+`": LeaderWorkerSet default/stray-lws (age`,
-		"no StatefulSet of that name on the manager", "no LeaderWorkerSet of that name on the manager")
+		`cluster "`+w.Name+`": RayCluster default/stray-rc (age`,
+		"no StatefulSet of that name on the manager", "no LeaderWorkerSet of that name on the manager", "no RayCluster of that name on the manager")
 }
 
 // TestStaleLeaderWorkerSetCopyFailsNoOrphans: a LeaderWorkerSet's copy names

@@ -282,6 +282,9 @@ func (r *run) allFinished(ctx context.Context, objs []client.Object) error {
 
 // submitN creates objs on the manager, n at a time.
 func (r *run) submitN(ctx context.Context, objs []client.Object, n int) error {
+	if err := r.ensureRuntimes(ctx, objs); err != nil {
+		return err
+	}
 	mgr := r.env.Topo.Manager
 	errs := make([]error, len(objs))
 	var wg sync.WaitGroup

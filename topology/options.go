@@ -108,8 +108,9 @@ const (
 // dispatches (TestIntegrationNamesAreKueues checks them against Kueue's).
 // The local topology runs the controllers of batch/Job, JobSet, RayJob,
 // RayCluster, the Kubeflow training jobs (PyTorchJob, TFJob, XGBoostJob,
-// PaddleJob, JAXJob), the MPIJob and the AppWrapper; the others' builders
-// are in package workload.
+// PaddleJob, JAXJob), the MPIJob, the TrainJob (with JobSet), the AppWrapper,
+// the pod, Deployment and StatefulSet integrations and the LeaderWorkerSet;
+// RayService's builder is in package workload.
 const (
 	IntegrationBatchJob        = "batch/job"
 	IntegrationJobSet          = "jobset.x-k8s.io/jobset"

@@ -2,6 +2,7 @@ package topology
 
 import (
 	kfmpi "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v2beta1"
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	kftraining "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
@@ -17,7 +18,7 @@ import (
 
 // NewScheme returns a fresh scheme with every type a topology's clients use:
 // core and batch (client-go), apiextensions, Kueue v1beta2 (and v1beta1),
-// JobSet, Ray, the Kubeflow training jobs, the MPIJob, the AppWrapper, the
+// JobSet, Ray, the Kubeflow training jobs, the MPIJob, the TrainJob and its runtimes, the AppWrapper, the
 // LeaderWorkerSet and ClusterProfile. Each call returns a new scheme; nothing is
 // shared between topologies.
 func NewScheme() (*runtime.Scheme, error) {
@@ -31,6 +32,7 @@ func NewScheme() (*runtime.Scheme, error) {
 		rayv1.AddToScheme,
 		kftraining.AddToScheme,
 		kfmpi.AddToScheme,
+		trainer.AddToScheme,
 		awv1beta2.AddToScheme,
 		lwsv1.AddToScheme,
 		inventoryv1alpha1.AddToScheme,

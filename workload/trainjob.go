@@ -24,7 +24,7 @@ const (
 	trainerAncestorStep  = "trainer"
 	// trainerPatchManager owns the runtime patch that carries the run
 	// annotations to the TrainJob's pods.
-	trainerPatchManager = "testkit.multikueue.x-k8s.io"
+	trainerPatchManager = "testkit.multikueue.x-k8s.io/run"
 )
 
 // TrainJobBuilder builds a TrainJob (trainer.kubeflow.org/v1alpha1, Kubeflow

@@ -93,6 +93,13 @@ func LWSOperator() OperatorSpec {
 	return OperatorSpec{Name: "lws", Module: "sigs.k8s.io/lws", Package: "sigs.k8s.io/lws/cmd"}
 }
 
+// TrainerOperator is the Kubeflow Trainer v2 controller manager
+// (github.com/kubeflow/trainer/v2's cmd/trainer-controller-manager,
+// configured by a file).
+func TrainerOperator() OperatorSpec {
+	return OperatorSpec{Name: "trainer", Module: "github.com/kubeflow/trainer/v2", Package: "github.com/kubeflow/trainer/v2/cmd/trainer-controller-manager"}
+}
+
 // KubeRayOperator is KubeRay's ray-operator (its main.go at the module's
 // root).
 func KubeRayOperator() OperatorSpec {

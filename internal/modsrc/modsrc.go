@@ -27,6 +27,7 @@ const (
 	MPIOperator      = "github.com/kubeflow/mpi-operator"
 	AppWrapper       = "github.com/project-codeflare/appwrapper"
 	LWS              = "sigs.k8s.io/lws"
+	Trainer          = "github.com/kubeflow/trainer/v2"
 )
 
 // Version returns the version of module path linked into this binary.

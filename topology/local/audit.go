@@ -56,6 +56,9 @@ const (
 	// lwsUser is the LeaderWorkerSet controller's user (every cluster with
 	// the LeaderWorkerSet integration).
 	lwsUser = "lws-controller"
+	// trainerUser is the Kubeflow Trainer's user (workers with the
+	// TrainJob integration).
+	trainerUser = "trainer-controller"
 )
 
 // Roles of the real controllers the local topology runs, as timelines name
@@ -68,6 +71,7 @@ const (
 	roleMPIOperator       topology.WriterRole = "the MPI operator"
 	roleAppWrapper        topology.WriterRole = "the AppWrapper controller"
 	roleLWS               topology.WriterRole = "the LeaderWorkerSet controller"
+	roleTrainer           topology.WriterRole = "the Kubeflow Trainer"
 	roleScheduler         topology.WriterRole = "kube-scheduler"
 	roleKWOK              topology.WriterRole = "the KWOK controller (the kubelet's part)"
 	roleAutoscaler        topology.WriterRole = "the simulated autoscaler"
@@ -96,6 +100,8 @@ func roleOf(user string) topology.WriterRole {
 		return roleAppWrapper
 	case lwsUser:
 		return roleLWS
+	case trainerUser:
+		return roleTrainer
 	case schedulerUser:
 		return roleScheduler
 	case kwokUser:

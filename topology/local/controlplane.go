@@ -40,7 +40,7 @@ type controlPlane struct {
 	// dashboard stand-in, the HA probe), of kube-controller-manager and of
 	// the JobSet and KubeRay controllers: the audit log tells them from the
 	// test (admin).
-	kueue, agent, kcmID, jobset, kuberay, trainingOperator, mpiOperator, appWrapper, lws keyPair
+	kueue, agent, kcmID, jobset, kuberay, trainingOperator, mpiOperator, appWrapper, lws, trainer keyPair
 	// schedulerID and kwokID are kube-scheduler's and the KWOK
 	// controller's (workers with Options.Nodes).
 	schedulerID, kwokID keyPair
@@ -88,7 +88,7 @@ func newControlPlane(cluster, dir string, bins assets.Binaries, extraArgs []stri
 	if cp.kueue, err = cp.ca.client(kueueUser, "system:masters"); err != nil {
 		return nil, err
 	}
-	for id, user := range map[*keyPair]string{&cp.agent: agentUser, &cp.kcmID: kcmUser, &cp.jobset: jobsetUser, &cp.kuberay: kuberayUser, &cp.trainingOperator: trainingOperatorUser, &cp.mpiOperator: mpiOperatorUser, &cp.appWrapper: appWrapperUser, &cp.lws: lwsUser, &cp.schedulerID: schedulerUser, &cp.kwokID: kwokUser, &cp.autoscalerID: autoscalerUser} {
+	for id, user := range map[*keyPair]string{&cp.agent: agentUser, &cp.kcmID: kcmUser, &cp.jobset: jobsetUser, &cp.kuberay: kuberayUser, &cp.trainingOperator: trainingOperatorUser, &cp.mpiOperator: mpiOperatorUser, &cp.appWrapper: appWrapperUser, &cp.lws: lwsUser, &cp.trainer: trainerUser, &cp.schedulerID: schedulerUser, &cp.kwokID: kwokUser, &cp.autoscalerID: autoscalerUser} {
 		if *id, err = cp.ca.client(user, "system:masters"); err != nil {
 			return nil, err
 		}

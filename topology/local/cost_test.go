@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -87,6 +88,9 @@ var costConfigs = []struct {
 	// StatefulSet controller; the jobs are batch Jobs (a LeaderWorkerSet
 	// never finishes).
 	{"batch/job + LeaderWorkerSet", []string{topology.IntegrationBatchJob, topology.IntegrationLeaderWorkerSet}},
+	// The Kubeflow Trainer on the worker, beside the JobSet controller its
+	// TrainJobs run as.
+	{"batch/job + TrainJob + JobSet", []string{topology.IntegrationBatchJob, topology.IntegrationTrainJob, topology.IntegrationJobSet}},
 }
 
 const costConfigEnv = "MKTK_MEASURE_CONFIG"
@@ -166,6 +170,8 @@ func measureCosts(t *testing.T, i int) {
 	for j := range n + 1 {
 		name := fmt.Sprintf("cost-%d", j)
 		switch {
+		case len(tc.integrations) > 1 && tc.integrations[1] == topology.IntegrationTrainJob:
+			objs = append(objs, workload.NewTrainJob(name, "default").Queue(lq).Requests("100m", "64Mi").RunFor(time.Second).Obj())
 		case len(tc.integrations) > 1 && tc.integrations[1] == topology.IntegrationPyTorchJob:
 			objs = append(objs, workload.NewPyTorchJob(name, "default").Queue(lq).Requests("100m", "64Mi").RunFor(time.Second).Obj())
 		case len(tc.integrations) > 1 && tc.integrations[1] == topology.IntegrationAppWrapper:
@@ -184,6 +190,13 @@ func measureCosts(t *testing.T, i int) {
 	}
 	single := objs[n]
 	objs = objs[:n]
+	if slices.Contains(tc.integrations, topology.IntegrationTrainJob) {
+		for _, c := range append([]*topology.Cluster{topo.Manager}, topo.Workers...) {
+			if err := c.Client.Create(ctx, workload.NewClusterTrainingRuntime(workload.DefaultTrainingRuntime)); err != nil {
+				t.Fatalf("cluster %q: %v", c.Name, err)
+			}
+		}
+	}
 	t1 := time.Now()
 	if err := topo.Manager.Client.Create(ctx, single); err != nil {
 		t.Fatal(err)

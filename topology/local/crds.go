@@ -95,6 +95,10 @@ func crdSources(integrations []string, clusterProfiles, kueueV1beta1, operators 
 		// reconciler, and exits when its cache cannot sync (2 min).
 		srcs = append(srcs, crdSource{module: modsrc.LWS, root: roots.lws, dir: "config/crd/bases", files: []string{"disaggregatedset.x-k8s.io_disaggregatedsets.yaml", "leaderworkerset.x-k8s.io_leaderworkersets.yaml"}})
 	}
+	if slices.Contains(integrations, topology.IntegrationTrainJob) {
+		srcs = append(srcs, crdSource{module: modsrc.Trainer, root: roots.trainer, dir: "manifests/base/crds", files: []string{
+			"trainer.kubeflow.org_clustertrainingruntimes.yaml", "trainer.kubeflow.org_trainingruntimes.yaml", "trainer.kubeflow.org_trainjobs.yaml"}})
+	}
 	if clusterProfiles {
 		srcs = append(srcs, clusterProfileCRDSource())
 	}
@@ -104,7 +108,7 @@ func crdSources(integrations []string, clusterProfiles, kueueV1beta1, operators 
 // crdRoots are the source trees of the binaries a topology runs, whose CRDs
 // it installs; "" means the pinned module's (in-process controllers).
 type crdRoots struct {
-	kueue, jobSet, kubeRay, trainingOperator, mpiOperator, appWrapper, lws string
+	kueue, jobSet, kubeRay, trainingOperator, mpiOperator, appWrapper, lws, trainer string
 }
 
 // clusterProfileCRDSource is the ClusterProfile CRD of the pinned

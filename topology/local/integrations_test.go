@@ -15,9 +15,15 @@ func TestRunnableIntegrations(t *testing.T) {
 	if err := runnableIntegrations(ok); err != nil {
 		t.Errorf("runnableIntegrations(%q) = %v", ok, err)
 	}
-	err := runnableIntegrations([]string{topology.IntegrationBatchJob, topology.IntegrationTrainJob})
-	if err == nil || !strings.Contains(err.Error(), "Integrations[1]") || !strings.Contains(err.Error(), topology.IntegrationTrainJob) {
-		t.Errorf("runnableIntegrations with TrainJob = %v, want an error naming Integrations[1] and %q", err, topology.IntegrationTrainJob)
+	err := runnableIntegrations([]string{topology.IntegrationBatchJob, topology.IntegrationRayService})
+	if err == nil || !strings.Contains(err.Error(), "Integrations[1]") || !strings.Contains(err.Error(), topology.IntegrationRayService) {
+		t.Errorf("runnableIntegrations with RayService = %v, want an error naming Integrations[1] and %q", err, topology.IntegrationRayService)
+	}
+	// A TrainJob runs as a JobSet: without the JobSet integration it is
+	// refused, naming what it needs.
+	err = runnableIntegrations([]string{topology.IntegrationBatchJob, topology.IntegrationTrainJob})
+	if err == nil || !strings.Contains(err.Error(), "Integrations[1]") || !strings.Contains(err.Error(), topology.IntegrationJobSet) {
+		t.Errorf("runnableIntegrations with TrainJob alone = %v, want an error naming Integrations[1] and %q", err, topology.IntegrationJobSet)
 	}
 }
 

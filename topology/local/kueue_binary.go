@@ -136,6 +136,9 @@ type binaryKueue struct {
 	// lws is the LeaderWorkerSet controller binary, when the LeaderWorkerSet
 	// integration is on (zero otherwise).
 	lws assets.Operator
+	// trainer is the Kubeflow Trainer's controller binary, when the
+	// TrainJob integration is on (zero otherwise).
+	trainer assets.Operator
 	// kubeflowSchemes are the training-operator's job kinds to run.
 	kubeflowSchemes []string
 	// builtin are the kube-controller-manager controllers of the built-in
@@ -341,6 +344,11 @@ func EnsureBinaries(ctx context.Context, o Options, integrations ...string) erro
 	}
 	if slices.Contains(integrations, topology.IntegrationLeaderWorkerSet) {
 		if _, err := ensureOperator(ctx, ao, bin, assets.LWSOperator()); err != nil {
+			return err
+		}
+	}
+	if slices.Contains(integrations, topology.IntegrationTrainJob) {
+		if _, err := ensureOperator(ctx, ao, bin, assets.TrainerOperator()); err != nil {
 			return err
 		}
 	}

@@ -378,6 +378,12 @@ func (p *Provider) Provision(ctx context.Context, spec topology.Spec) (*topology
 		}
 		roots.lws = kb.lws.SourceDir
 	}
+	if slices.Contains(spec.Kueue.Integrations, topology.IntegrationTrainJob) {
+		if kb.trainer, err = ensureOperator(ctx, p.opts.Assets.internal(), kb.bin, assets.TrainerOperator()); err != nil {
+			return nil, nil, err
+		}
+		roots.trainer = kb.trainer.SourceDir
+	}
 	if p.nodes, err = prepareNodes(ctx, p.opts.Assets.internal(), p.opts, spec); err != nil {
 		return nil, nil, err
 	}
@@ -418,6 +424,12 @@ func (p *Provider) Provision(ctx context.Context, spec topology.Spec) (*topology
 			return nil, nil, err
 		}
 	}
+	var trainerHooks webhookConfigs
+	if roots.trainer != "" {
+		if trainerHooks, err = loadWebhookConfigsFile(filepath.Join(roots.trainer, trainerWebhooks), trainerWebhookPrefix); err != nil {
+			return nil, nil, err
+		}
+	}
 	if !p.opts.DisableAudit {
 		if p.auditPolicy, err = auditPolicy(spec); err != nil {
 			return nil, nil, err
@@ -450,7 +462,7 @@ func (p *Provider) Provision(ctx context.Context, spec topology.Spec) (*topology
 			role, crds = topology.RoleManager, mgrCRDs
 		}
 		fmt.Fprintf(spec.Progress, "local: starting %s cluster %q\n", role, names[i])
-		c, lc, err := p.startCluster(ctx, names[i], role, bins, crds, clusterHooks{kueue: hooks, jobSet: jobSetHooks, kubeflow: kubeflowHooks, appWrapper: appWrapperHooks, lws: lwsHooks}, kb)
+		c, lc, err := p.startCluster(ctx, names[i], role, bins, crds, clusterHooks{kueue: hooks, jobSet: jobSetHooks, kubeflow: kubeflowHooks, appWrapper: appWrapperHooks, lws: lwsHooks, trainer: trainerHooks}, kb)
 		if err == nil {
 			k := lc.binary()
 			err = publishKueueConfig(ctx, c, spec.Kueue.Namespace, k.configPath, k.reported)
@@ -478,7 +490,7 @@ func (p *Provider) Provision(ctx context.Context, spec topology.Spec) (*topology
 
 // clusterHooks are the webhook registrations a cluster's components serve.
 type clusterHooks struct {
-	kueue, jobSet, kubeflow, appWrapper, lws webhookConfigs
+	kueue, jobSet, kubeflow, appWrapper, lws, trainer webhookConfigs
 }
 
 // startCluster starts one cluster's control plane, CRDs,
@@ -553,6 +565,9 @@ func (p *Provider) startCluster(ctx context.Context, name string, role topology.
 	if worker && kb.appWrapper.Path != "" {
 		steps = append(steps, func() error { return lc.startAppWrapper(ctx, c, kb.appWrapper, hooks.appWrapper, p.opts) })
 	}
+	if worker && kb.trainer.Path != "" {
+		steps = append(steps, func() error { return lc.startTrainer(ctx, c, kb.trainer, hooks.trainer, p.opts) })
+	}
 	if worker && kb.mpiOperator.Path != "" {
 		steps = append(steps, func() error { return lc.startMPIOperator(ctx, kb.mpiOperator, p.opts) })
 	}
@@ -601,6 +616,15 @@ func runnableIntegrations(integrations []string) error {
 			if _, ok := kubeflowScheme(in); ok || in == topology.IntegrationMPIJob || in == topology.IntegrationAppWrapper {
 				continue
 			}
+			if in == topology.IntegrationTrainJob {
+				// A TrainJob runs as a JobSet: Kueue's TrainJob
+				// reconciler owns JobSets and the Trainer creates one.
+				if !slices.Contains(integrations, topology.IntegrationJobSet) {
+					return fmt.Errorf("local: topology.Options.Kueue.Integrations[%d]: %q needs %q too: a TrainJob runs as a JobSet, which the JobSet controller runs",
+						i, in, topology.IntegrationJobSet)
+				}
+				continue
+			}
 			return fmt.Errorf("local: topology.Options.Kueue.Integrations[%d]: %q: the local topology runs the controllers of %s only; run other kinds on existing clusters whose operators are installed",
 				i, in, strings.Join(runnable(), ", "))
 		}
@@ -612,7 +636,7 @@ func runnableIntegrations(integrations []string) error {
 func runnable() []string {
 	return []string{topology.IntegrationBatchJob, topology.IntegrationJobSet, topology.IntegrationRayJob, topology.IntegrationRayCluster,
 		topology.IntegrationPyTorchJob, topology.IntegrationTFJob, topology.IntegrationXGBoostJob, topology.IntegrationPaddleJob, topology.IntegrationJAXJob,
-		topology.IntegrationMPIJob, topology.IntegrationAppWrapper,
+		topology.IntegrationMPIJob, topology.IntegrationAppWrapper, topology.IntegrationTrainJob,
 		topology.IntegrationPod, topology.IntegrationDeployment, topology.IntegrationStatefulSet, topology.IntegrationLeaderWorkerSet}
 }
 

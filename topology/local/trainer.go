@@ -1,0 +1,79 @@
+package local
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/multikueue-testkit/testkit/internal/assets"
+	"github.com/multikueue-testkit/testkit/topology"
+)
+
+// The Kubeflow Trainer (trainer.kubeflow.org, v2) runs as its binary
+// (github.com/kubeflow/trainer/v2's cmd/trainer-controller-manager at the
+// version the Kueue under test requires in its go.mod: v2.2.1 for v0.19.2)
+// on every worker of a topology with the TrainJob integration, with the
+// CRDs (manifests/base/crds) and webhook registrations
+// (manifests/base/webhook) of the same module. It turns a TrainJob into a
+// JobSet, which the JobSet controller runs (the TrainJob integration needs
+// the JobSet integration). The manager's TrainJobs are MultiKueue's
+// (spec.managedBy), which the Trainer leaves alone; the manager runs none,
+// but Kueue there reads the ClusterTrainingRuntime a TrainJob names.
+//
+// Its configuration (config.trainer.kubeflow.org/v1alpha1, decoded
+// strictly) has no certificate directory: its webhook server takes
+// controller-runtime's default, <TMPDIR>/k8s-webhook-server/serving-certs,
+// so the process runs with TMPDIR set to its own directory, where that
+// certificate is written; its certificate management and leader election
+// are off.
+
+const (
+	trainerWebhooks      = "manifests/base/webhook/manifests.yaml"
+	trainerWebhookPrefix = "trainer-"
+	// trainerCertDir is controller-runtime's default webhook certificate
+	// directory below TMPDIR.
+	trainerCertDir = "k8s-webhook-server/serving-certs"
+)
+
+// startTrainer starts worker lc's Kubeflow Trainer and registers the
+// webhooks it serves.
+func (lc *localCluster) startTrainer(ctx context.Context, c *topology.Cluster, op assets.Operator, hooks webhookConfigs, o Options) error {
+	b := &controllerBinary{name: op.Name, cluster: lc.name, path: op.Path, version: op.Version,
+		dir: filepath.Join(lc.cp.dir, op.Name), timeout: o.StartTimeout}
+	b.env = []string{"TMPDIR=" + b.dir}
+	if err := b.allocate(lc.cp); err != nil {
+		return err
+	}
+	if err := b.writeServingCert(lc.cp, trainerCertDir); err != nil {
+		return fmt.Errorf("cluster %q: %s's certificates: %w", lc.name, op.Name, err)
+	}
+	cfg := filepath.Join(b.dir, "config.yaml")
+	b.configure = func() error {
+		addr := func(port int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) }
+		m := map[string]any{
+			"apiVersion":     "config.trainer.kubeflow.org/v1alpha1",
+			"kind":           "Configuration",
+			"health":         map[string]any{"healthProbeBindAddress": addr(b.healthPort), "readinessEndpointName": "readyz", "livenessEndpointName": "healthz"},
+			"metrics":        map[string]any{"bindAddress": addr(b.metricsPort), "secureServing": false},
+			"webhook":        map[string]any{"port": b.webhookPort, "host": "127.0.0.1"},
+			"leaderElection": map[string]any{"leaderElect": false},
+			"certManagement": map[string]any{"enable": false},
+		}
+		raw, err := yaml.Marshal(m)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(cfg, raw, 0o600)
+	}
+	kubeconfig := filepath.Join(b.dir, op.Name+".kubeconfig")
+	if err := lc.cp.writeClientKubeconfig(kubeconfig, trainerUser, lc.cp.trainer); err != nil {
+		return err
+	}
+	b.args = []string{"--config=" + cfg, "--kubeconfig=" + kubeconfig}
+	return lc.startServingWebhooks(ctx, c, b, hooks)
+}
