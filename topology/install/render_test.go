@@ -318,6 +318,59 @@ func TestRenderJobSet(t *testing.T) {
 	}
 }
 
+// TestRenderOperators renders the LeaderWorkerSet and Kubeflow Trainer
+// charts of the pinned modules: the released images at the modules'
+// versions, the CRDs included, the Trainer without its JobSet subchart (the
+// module does not vendor it), and a bad option named.
+func TestRenderOperators(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name   string
+		render func(context.Context, install.OperatorOptions) (*install.OperatorRender, error)
+		crds   []string
+		images []string
+		field  string
+	}{
+		{"LWS", install.RenderLWS, []string{"leaderworkersets.leaderworkerset.x-k8s.io"}, []string{"registry.k8s.io/lws/lws:v0.9.0 IfNotPresent"}, "LWSOptions.Namespace"},
+		{"Trainer", install.RenderTrainer, []string{"trainjobs.trainer.kubeflow.org", "clustertrainingruntimes.trainer.kubeflow.org", "trainingruntimes.trainer.kubeflow.org"},
+			[]string{"ghcr.io/kubeflow/trainer/trainer-controller-manager:v2.2.1 IfNotPresent"}, "TrainerOptions.Namespace"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			start := time.Now()
+			r, err := tc.render(ctx, install.OperatorOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("rendered %s in %s: %d objects: %s", r.Chart, time.Since(start).Round(time.Millisecond), len(r.Objects), countKinds(r.Objects))
+			for _, crd := range tc.crds {
+				find(t, r.Objects, "CustomResourceDefinition", crd)
+			}
+			var images []string
+			for _, o := range r.Objects {
+				if o.GetKind() != "Deployment" {
+					continue
+				}
+				if strings.Contains(o.GetName(), "jobset") {
+					t.Errorf("Deployment %s rendered: the JobSet subchart must be off", o.GetName())
+				}
+				d := &appsv1.Deployment{}
+				if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, d); err != nil {
+					t.Fatal(err)
+				}
+				for _, c := range d.Spec.Template.Spec.Containers {
+					images = append(images, c.Image+" "+string(c.ImagePullPolicy))
+				}
+			}
+			if !reflect.DeepEqual(images, tc.images) {
+				t.Errorf("images %q, want %q", images, tc.images)
+			}
+			if _, err := tc.render(ctx, install.OperatorOptions{Namespace: "Not_A_Name"}); err == nil || !strings.Contains(err.Error(), tc.field) {
+				t.Errorf("a bad namespace: %v, want an error naming %s", err, tc.field)
+			}
+		})
+	}
+}
+
 func TestKubeRayHasNoChart(t *testing.T) {
 	if err := install.KubeRay(context.Background()); err != install.ErrNoKubeRayChart {
 		t.Fatalf("KubeRay: %v, want ErrNoKubeRayChart", err)

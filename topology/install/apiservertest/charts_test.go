@@ -170,6 +170,51 @@ func TestChartsOnAPIServer(t *testing.T) {
 		}
 	})
 
+	t.Run("lws and trainer helm install, uninstall", func(t *testing.T) {
+		for _, tc := range []struct {
+			name    string
+			install func(context.Context, *topology.Cluster, install.OperatorOptions) (*install.Release, error)
+			ns, crd string
+		}{
+			{"LWS", install.LWS, "lws-system", "leaderworkersets.leaderworkerset.x-k8s.io"},
+			{"Trainer", install.Trainer, "kubeflow-system", "trainjobs.trainer.kubeflow.org"},
+		} {
+			opts := install.OperatorOptions{Timeout: 5 * time.Second, Progress: testlog.Writer(t)}
+			start := time.Now()
+			rel, err := tc.install(ctx, worker, opts)
+			wantErr := fmt.Sprintf("Available on cluster %q", worker.Name)
+			if err == nil || !strings.Contains(err.Error(), wantErr) || !strings.Contains(err.Error(), "Deployment "+tc.ns+"/") {
+				t.Fatalf("%s without a kubelet: %v; want an error naming its Deployment in %s and %s", tc.name, err, tc.ns, wantErr)
+			}
+			t.Logf("%s: install took %s (of which 5s waiting for the Deployment); error as expected: %v", tc.name, time.Since(start).Round(time.Millisecond), err)
+			if rel == nil || rel.Revision != 1 || rel.Cluster != worker.Name {
+				t.Fatalf("%s: %v, want revision 1 on %q", tc.name, rel, worker.Name)
+			}
+			crd := &unstructured.Unstructured{}
+			crd.SetAPIVersion("apiextensions.k8s.io/v1")
+			crd.SetKind("CustomResourceDefinition")
+			if err := worker.Client.Get(ctx, client.ObjectKey{Name: tc.crd}, crd); err != nil {
+				t.Errorf("%s: the chart's crds/ CRD %s is not installed: %v", tc.name, tc.crd, err)
+			}
+			if err := rel.Uninstall(ctx); err != nil {
+				t.Fatal(err)
+			}
+			for _, o := range rel.Objects {
+				back := &unstructured.Unstructured{}
+				back.SetGroupVersionKind(o.GroupVersionKind())
+				k := client.ObjectKeyFromObject(o)
+				// A chart may leave a namespaced object's namespace to
+				// Helm (the release's).
+				if namespaced, err := worker.Client.IsObjectNamespaced(back); err == nil && namespaced && k.Namespace == "" {
+					k.Namespace = tc.ns
+				}
+				if err := worker.Client.Get(ctx, k, back); !apierrors.IsNotFound(err) {
+					t.Errorf("%s: after uninstall, %s %s: %v, want NotFound", tc.name, o.GetKind(), k, err)
+				}
+			}
+		}
+	})
+
 	t.Run("kueue applies the ClusterProfile CRD, then refuses foreign objects", func(t *testing.T) {
 		// The worker's Kueue objects (CRDs...) were made by the local
 		// provider, not by Helm: without TakeOwnership, Helm refuses them
