@@ -56,10 +56,7 @@ func TestRayClusterRunsOnOneWorkerItsStatusSynced(t *testing.T) {
 	env := kubeflow.get(t)
 	ctx := context.Background()
 	rc := workload.NewRayCluster("rc", "default").Queue("user-queue").Requests("250m", "128Mi").Obj()
-	since := time.Now()
-	submitServing(t, env, rc)
-	c := *env.Check
-	c.Since = since
+	c := submitJudged(t, env, rc)
 	for _, a := range []struct {
 		name  string
 		check func(context.Context, client.Object) error
@@ -100,10 +97,7 @@ func TestRayClusterStatusThatStopsFollowingFailsStatusSynced(t *testing.T) {
 	env := kubeflow.get(t)
 	ctx := context.Background()
 	rc := workload.NewRayCluster("rc-stale-status", "default").Queue("user-queue").Requests("250m", "128Mi").Obj()
-	since := time.Now()
-	submitServing(t, env, rc)
-	c := *env.Check
-	c.Since = since
+	c := submitJudged(t, env, rc)
 	if err := c.StatusSynced(ctx, rc); err != nil {
 		t.Fatalf("healthy before the change: %v", err)
 	}
@@ -184,6 +178,16 @@ func judgeServing(t *testing.T, env *scenario.Env, obj client.Object, adapter, w
 	since := time.Now()
 	submitServing(t, env, obj)
 	judgeSubmitted(t, env, since, obj, adapter, workerStatus)
+}
+
+// submitJudged submits obj as submitServing does and returns a Checker that
+// judges from just before.
+func submitJudged(t *testing.T, env *scenario.Env, obj client.Object) assert.Checker {
+	t.Helper()
+	c := *env.Check
+	c.Since = time.Now()
+	submitServing(t, env, obj)
+	return c
 }
 
 // submitServing creates obj on the manager and deletes it when the test
