@@ -30,3 +30,24 @@ func TestFinalStatusIgnoresTheTeardown(t *testing.T) {
 		t.Errorf("after a new object of the name: final status %q, want phase=Running", f.status)
 	}
 }
+
+// TestFinalStatusKeepsTheStatusAtTheEnd: a Kubeflow job's operator may count
+// its last replica after the job succeeded; MultiKueue stops copying once the
+// manager's Workload is Finished, so the status at the end is kept beside
+// the last one (seen in CI: an XGBoostJob's worker counted succeeded 23 ms
+// after the master, the manager kept "Worker(active=1 …)").
+func TestFinalStatusKeepsTheStatusAtTheEnd(t *testing.T) {
+	at := time.Unix(0, 0)
+	ev := func(ms int, typ observe.Type, detail string) observe.Event {
+		return observe.Event{Time: at.Add(time.Duration(ms) * time.Millisecond), Cluster: "w", Type: typ, Detail: detail}
+	}
+	jobs := []observe.Event{
+		ev(0, observe.Created, ""), ev(450, observe.JobStatus, "Master(active=1) Worker(active=1) terminal=none"),
+		ev(1411, observe.JobSucceeded, ""), ev(1411, observe.JobStatus, "Master(succeeded=1) Worker(active=1) terminal=Succeeded"),
+		ev(1434, observe.JobStatus, "Master(succeeded=1) Worker(succeeded=1) terminal=Succeeded"),
+	}
+	f := finalOf(jobs, "w")
+	if f.atEnd != "Master(succeeded=1) Worker(active=1) terminal=Succeeded" || f.status != "Master(succeeded=1) Worker(succeeded=1) terminal=Succeeded" {
+		t.Errorf("final = %+v, want the status at the end and the last one", f)
+	}
+}
