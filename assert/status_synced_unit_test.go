@@ -13,10 +13,7 @@ import (
 // copy, after the manager took the final status), and a new object of the
 // name starts over.
 func TestFinalStatusIgnoresTheTeardown(t *testing.T) {
-	at := time.Unix(0, 0)
-	ev := func(s int, typ observe.Type, detail string) observe.Event {
-		return observe.Event{Time: at.Add(time.Duration(s) * time.Second), Cluster: "w", Type: typ, Detail: detail}
-	}
+	ev := eventsOnW(time.Second)
 	jobs := []observe.Event{
 		ev(0, observe.Created, ""), ev(1, observe.JobStatus, "phase=Running"),
 		ev(2, observe.JobSucceeded, ""), ev(2, observe.JobStatus, "phase=Succeeded"),
@@ -37,10 +34,7 @@ func TestFinalStatusIgnoresTheTeardown(t *testing.T) {
 // the last one (seen in CI: an XGBoostJob's worker counted succeeded 23 ms
 // after the master, the manager kept "Worker(active=1 …)").
 func TestFinalStatusKeepsTheStatusAtTheEnd(t *testing.T) {
-	at := time.Unix(0, 0)
-	ev := func(ms int, typ observe.Type, detail string) observe.Event {
-		return observe.Event{Time: at.Add(time.Duration(ms) * time.Millisecond), Cluster: "w", Type: typ, Detail: detail}
-	}
+	ev := eventsOnW(time.Millisecond)
 	jobs := []observe.Event{
 		ev(0, observe.Created, ""), ev(450, observe.JobStatus, "Master(active=1) Worker(active=1) terminal=none"),
 		ev(1411, observe.JobSucceeded, ""), ev(1411, observe.JobStatus, "Master(succeeded=1) Worker(active=1) terminal=Succeeded"),
@@ -49,5 +43,12 @@ func TestFinalStatusKeepsTheStatusAtTheEnd(t *testing.T) {
 	f := finalOf(jobs, "w")
 	if f.atEnd != "Master(succeeded=1) Worker(active=1) terminal=Succeeded" || f.status != "Master(succeeded=1) Worker(succeeded=1) terminal=Succeeded" {
 		t.Errorf("final = %+v, want the status at the end and the last one", f)
+	}
+}
+
+// eventsOnW makes events on cluster "w", n units after the epoch.
+func eventsOnW(unit time.Duration) func(n int, typ observe.Type, detail string) observe.Event {
+	return func(n int, typ observe.Type, detail string) observe.Event {
+		return observe.Event{Time: time.Unix(0, 0).Add(time.Duration(n) * unit), Cluster: "w", Type: typ, Detail: detail}
 	}
 }
