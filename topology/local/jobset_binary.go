@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"sigs.k8s.io/yaml"
 
@@ -76,26 +77,42 @@ func (lc *localCluster) startJobSetBinary(ctx context.Context, c *topology.Clust
 // serves are registered.
 func (lc *localCluster) startConfigured(ctx context.Context, c *topology.Cluster, op assets.Operator, apiVersion string, metricsCerts bool,
 	hooks webhookConfigs, user string, id keyPair, o Options) error {
-	b := &controllerBinary{name: op.Name, cluster: lc.name, path: op.Path, version: op.Version,
-		dir: filepath.Join(lc.cp.dir, op.Name), timeout: o.StartTimeout}
-	if err := b.allocate(lc.cp); err != nil {
-		return err
-	}
 	certDirs := []string{"webhook-certs"}
 	if metricsCerts {
 		certDirs = append(certDirs, "metrics-certs")
+	}
+	return lc.startWithConfigFile(ctx, c, op, certDirs, nil, func(b *controllerBinary) map[string]any {
+		m := map[string]any{"apiVersion": apiVersion, "kind": "Configuration"}
+		setLoopbackServing(m, *b, filepath.Join(b.dir, "webhook-certs"))
+		if metricsCerts {
+			section(m, "metrics")["certDir"] = filepath.Join(b.dir, "metrics-certs")
+		}
+		return m
+	}, hooks, user, id, o)
+}
+
+// startWithConfigFile starts cluster c's controller binary op with
+// --config (the file config makes, written again whenever its ports
+// change) and --kubeconfig (user's, with the client identity id): a
+// certificate of the cluster's CA in each of certDirs (below its working
+// directory), env added to its environment; the webhooks of hooks it serves
+// are registered.
+func (lc *localCluster) startWithConfigFile(ctx context.Context, c *topology.Cluster, op assets.Operator, certDirs, env []string,
+	config func(*controllerBinary) map[string]any, hooks webhookConfigs, user string, id keyPair, o Options) error {
+	b := &controllerBinary{name: op.Name, cluster: lc.name, path: op.Path, version: op.Version,
+		dir: filepath.Join(lc.cp.dir, op.Name), timeout: o.StartTimeout}
+	for _, e := range env {
+		b.env = append(b.env, strings.ReplaceAll(e, "$DIR", b.dir))
+	}
+	if err := b.allocate(lc.cp); err != nil {
+		return err
 	}
 	if err := b.writeServingCert(lc.cp, certDirs...); err != nil {
 		return fmt.Errorf("cluster %q: %s's certificates: %w", lc.name, op.Name, err)
 	}
 	cfg := filepath.Join(b.dir, "config.yaml")
 	b.configure = func() error {
-		m := map[string]any{"apiVersion": apiVersion, "kind": "Configuration"}
-		setLoopbackServing(m, *b, filepath.Join(b.dir, "webhook-certs"))
-		if metricsCerts {
-			section(m, "metrics")["certDir"] = filepath.Join(b.dir, "metrics-certs")
-		}
-		raw, err := yaml.Marshal(m)
+		raw, err := yaml.Marshal(config(b))
 		if err != nil {
 			return err
 		}

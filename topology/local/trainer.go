@@ -2,13 +2,8 @@ package local
 
 import (
 	"context"
-	"fmt"
 	"net"
-	"os"
-	"path/filepath"
 	"strconv"
-
-	"sigs.k8s.io/yaml"
 
 	"github.com/multikueue-testkit/testkit/internal/assets"
 	"github.com/multikueue-testkit/testkit/topology"
@@ -43,19 +38,9 @@ const (
 // startTrainer starts worker lc's Kubeflow Trainer and registers the
 // webhooks it serves.
 func (lc *localCluster) startTrainer(ctx context.Context, c *topology.Cluster, op assets.Operator, hooks webhookConfigs, o Options) error {
-	b := &controllerBinary{name: op.Name, cluster: lc.name, path: op.Path, version: op.Version,
-		dir: filepath.Join(lc.cp.dir, op.Name), timeout: o.StartTimeout}
-	b.env = []string{"TMPDIR=" + b.dir}
-	if err := b.allocate(lc.cp); err != nil {
-		return err
-	}
-	if err := b.writeServingCert(lc.cp, trainerCertDir); err != nil {
-		return fmt.Errorf("cluster %q: %s's certificates: %w", lc.name, op.Name, err)
-	}
-	cfg := filepath.Join(b.dir, "config.yaml")
-	b.configure = func() error {
+	return lc.startWithConfigFile(ctx, c, op, []string{trainerCertDir}, []string{"TMPDIR=$DIR"}, func(b *controllerBinary) map[string]any {
 		addr := func(port int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) }
-		m := map[string]any{
+		return map[string]any{
 			"apiVersion":     "config.trainer.kubeflow.org/v1alpha1",
 			"kind":           "Configuration",
 			"health":         map[string]any{"healthProbeBindAddress": addr(b.healthPort), "readinessEndpointName": "readyz", "livenessEndpointName": "healthz"},
@@ -64,16 +49,5 @@ func (lc *localCluster) startTrainer(ctx context.Context, c *topology.Cluster, o
 			"leaderElection": map[string]any{"leaderElect": false},
 			"certManagement": map[string]any{"enable": false},
 		}
-		raw, err := yaml.Marshal(m)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(cfg, raw, 0o600)
-	}
-	kubeconfig := filepath.Join(b.dir, op.Name+".kubeconfig")
-	if err := lc.cp.writeClientKubeconfig(kubeconfig, trainerUser, lc.cp.trainer); err != nil {
-		return err
-	}
-	b.args = []string{"--config=" + cfg, "--kubeconfig=" + kubeconfig}
-	return lc.startServingWebhooks(ctx, c, b, hooks)
+	}, hooks, trainerUser, lc.cp.trainer, o)
 }
