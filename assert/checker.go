@@ -28,7 +28,8 @@ const MaxWaitFactor = 10
 
 // Checker runs assertions against a topology and the history its Observer
 // recorded. Reads go through the Observer's informer caches, so checking many
-// workloads costs no extra API requests.
+// workloads costs no extra API requests (NoOrphans first brings the caches up
+// to the workers' API servers with one list per kind and worker).
 type Checker struct {
 	Topo *topology.Topology
 	Obs  *observe.Observer

@@ -42,8 +42,10 @@ func (c *Checker) NoOrphansGrace() time.Duration {
 // finished. It waits up to NoOrphansGrace for cleanup, then names each
 // orphan, its cluster and its age.
 //
-// Reads come from the Observer's caches: the check costs no API requests,
-// whatever the number of workloads. It checks Workloads and the job kinds the
+// Reads come from the Observer's caches, once they hold every copy the
+// workers' API servers list at the call (one metadata list per kind per
+// worker: a copy made a moment before is not missed); the requests do not
+// grow with the number of workloads. It checks Workloads and the job kinds the
 // Observer watches (batch/Job; JobSet, RayJob, the Kubeflow training jobs, the
 // MPIJob, the TrainJob, the AppWrapper, the StatefulSet and the
 // LeaderWorkerSet when their integration is on:
@@ -54,7 +56,16 @@ func (c *Checker) NoOrphansGrace() time.Duration {
 func (c *Checker) NoOrphans(ctx context.Context) error {
 	var orphans []string
 	grace := c.NoOrphansGrace()
-	err := poll.Until(ctx, grace, "remote copies without a live manager counterpart to be removed", func(ctx context.Context) error {
+	err := c.copiesCached(ctx)
+	if err != nil {
+		return c.fail(ctx, &Failure{
+			Assertion: "NoOrphans",
+			Object:    "remote copies on every worker",
+			Expected:  "the Observer's caches to hold what the workers' API servers list, to judge it",
+			Problems:  []string{err.Error()},
+		})
+	}
+	err = poll.Until(ctx, grace, "remote copies without a live manager counterpart to be removed", func(ctx context.Context) error {
 		found, err := c.orphans(ctx)
 		if err != nil {
 			return err // keeps the last list read (the pods' read fails at the deadline)
