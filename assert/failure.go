@@ -70,7 +70,7 @@ func (c *Checker) podsOf(events []observe.Event) []observe.Event {
 		if first.IsZero() || e.Time.Before(first) {
 			first = e.Time
 		}
-		if observe.IsJobKind(e.Kind) {
+		if observe.IsJobKind(e.Kind) && e.Kind != observe.KindPod { // a pod's events are its own
 			seen[job{e.Kind, e.Namespace, e.Name}] = true
 		}
 	}

@@ -117,7 +117,9 @@ func AuditedResources(integrations []string) ([]schema.GroupResource, error) {
 		return nil, err
 	}
 	for _, k := range kinds {
-		out = append(out, res[k])
+		if !slices.Contains(out, res[k]) { // KindPod is a job kind too with the pod integration
+			out = append(out, res[k])
+		}
 	}
 	return out, nil
 }

@@ -124,6 +124,7 @@ func jobKindTable() []jobKind {
 		{KindJAXJob, topology.IntegrationJAXJob, func() client.Object { return &kftraining.JAXJob{} }, func() client.ObjectList { return &kftraining.JAXJobList{} }, kubeflowState},
 		{KindLeaderWorkerSet, topology.IntegrationLeaderWorkerSet, func() client.Object { return &lwsv1.LeaderWorkerSet{} }, func() client.ObjectList { return &lwsv1.LeaderWorkerSetList{} }, leaderWorkerSetState},
 		{KindStatefulSet, topology.IntegrationStatefulSet, func() client.Object { return &appsv1.StatefulSet{} }, func() client.ObjectList { return &appsv1.StatefulSetList{} }, statefulSetState},
+		{KindPod, topology.IntegrationPod, func() client.Object { return &corev1.Pod{} }, func() client.ObjectList { return &corev1.PodList{} }, podJobState},
 	}
 }
 
@@ -214,6 +215,8 @@ func JobKindOf(obj client.Object) (Kind, bool) {
 		return KindStatefulSet, true
 	case *lwsv1.LeaderWorkerSet:
 		return KindLeaderWorkerSet, true
+	case *corev1.Pod:
+		return KindPod, true
 	}
 	return "", false
 }

@@ -83,3 +83,33 @@ func TestKubeflowPodsBelongToTheirJob(t *testing.T) {
 		t.Errorf("a training-operator v1 MPIJob's pod (no kind the Observer records) was taken for a %s's", k)
 	}
 }
+
+// TestManagedPodIsAJobOfItsOwn: a pod Kueue's pod integration manages and
+// no recorded job object owns is its own job object; on the manager it
+// stays suspended by the admission gate while the status MultiKueue copies
+// shows it run and end; a Job's pod, managed or not, stays its Job's.
+func TestManagedPodIsAJobOfItsOwn(t *testing.T) {
+	managed := map[string]string{LabelManaged: "true", LabelPodGroup: "g"}
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "g-0", Labels: managed}}
+	if k, n, ok := podOwner(p); !ok || k != KindPod || n != "g-0" {
+		t.Fatalf("a managed pod: got %s %q %t, want Pod g-0", k, n, ok)
+	}
+	jobPod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "j-abc", Labels: map[string]string{"batch.kubernetes.io/job-name": "j", LabelManaged: "true"}}}
+	if k, n, _ := podOwner(jobPod); k != KindJob || n != "j" {
+		t.Errorf("a Job's pod: got %s %q, want Job j", k, n)
+	}
+	if _, _, ok := podOwner(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "plain"}}); ok {
+		t.Error("a pod Kueue does not manage was taken for a job object")
+	}
+	p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: PodAdmissionGate}}
+	p.Status.Phase = corev1.PodFailed
+	p.Status.ContainerStatuses = []corev1.ContainerStatus{{State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 3}}}}
+	st, ok := JobStateOf(p)
+	if !ok || !st.Suspended || !st.Started || !st.Failed || st.Succeeded || st.Summary != "Failed (exit code 3)" {
+		t.Errorf("a gated manager pod with a copied failed status: %+v", st)
+	}
+	p.Spec.SchedulingGates, p.Status = nil, corev1.PodStatus{}
+	if st, _ := JobStateOf(p); st.Suspended || st.Started || st.Finished() || st.Summary != "Pending" {
+		t.Errorf("an ungated pod not started: %+v", st)
+	}
+}

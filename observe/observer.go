@@ -132,6 +132,9 @@ func (o *Observer) watchCluster(ctx context.Context, c *topology.Cluster) error 
 	}
 	kinds := []watched{{&kueue.Workload{}, KindWorkload}, {&kueue.ClusterQueue{}, KindClusterQueue}}
 	for _, k := range o.jobKinds {
+		if k == KindPod {
+			continue // below, with the other pods
+		}
 		obj, err := NewJobObject(k)
 		if err != nil {
 			return err
@@ -141,10 +144,11 @@ func (o *Observer) watchCluster(ctx context.Context, c *topology.Cluster) error 
 	if c.Role == topology.RoleManager {
 		kinds = append(kinds, watched{&kueue.MultiKueueCluster{}, KindMultiKueueCluster})
 	}
-	if c.Role == topology.RoleWorker {
-		// A worker's pods, where its credentials may list them (an
-		// existing cluster's may not: its pods are then not recorded,
-		// and PodsUnread says why).
+	if c.Role == topology.RoleWorker || slices.Contains(o.jobKinds, KindPod) {
+		// A worker's pods, and the manager's where Kueue's pod integration
+		// makes pods job objects (see KindPod), where the credentials may
+		// list them (an existing cluster's may not: its pods are then not
+		// recorded, and PodsUnread says why).
 		if err := c.Client.List(ctx, &corev1.PodList{}, client.Limit(1)); err != nil {
 			o.podsUnread[c.Name] = err
 		} else {
@@ -182,8 +186,11 @@ func (o *Observer) observe(cluster string, kind Kind, obj any, deleted bool) {
 	var podJob objKey // a pod's job object
 	if p, isPod := co.(*corev1.Pod); isPod {
 		jk, jn, owned := podOwner(p)
-		if !owned {
+		if !owned || (jk == KindPod && !slices.Contains(o.jobKinds, KindPod)) {
 			return // not a pod of a job object: not recorded
+		}
+		if cluster == o.clusters[0] && jk != KindPod {
+			return // the manager's pods are recorded only as job objects
 		}
 		podJob = objKey{kind: jk, namespace: p.Namespace, name: jn}
 	}
@@ -215,7 +222,7 @@ func (o *Observer) observe(cluster string, kind Kind, obj any, deleted bool) {
 			o.pods[podJob] = map[string]bool{}
 		}
 		o.pods[podJob][v.Name] = true
-		cur = podSnapshot(v)
+		cur = podSnapshot(v, podJob.kind == KindPod)
 	case *kueue.Workload:
 		cur = workloadSnapshot(v)
 	case *kueue.MultiKueueCluster:

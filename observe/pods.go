@@ -7,6 +7,8 @@ import (
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
 	"slices"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,7 +18,25 @@ import (
 
 // KindPod is a worker's pod of a job object the Observer records (a Job's,
 // a JobSet's child Jobs', a RayJob's): where it was bound and how it ran.
+// With Kueue's pod integration on, a pod Kueue manages itself (a plain
+// Pod, a pod group's, a Deployment's: labelled kueue.x-k8s.io/managed and
+// run for no recorded job object) is a job object too, recorded on the
+// manager and on the workers with a job's transitions besides a pod's:
+// KindPod is then among JobKindsFor's kinds.
 const KindPod Kind = "Pod"
+
+// Kueue's pod integration (pkg/constants, pkg/controller/jobs/pod/constants;
+// outside Kueue's API, spelled out: TestLabelsAreKueues checks them).
+const (
+	// LabelManaged marks a pod Kueue's pod integration manages.
+	LabelManaged = "kueue.x-k8s.io/managed"
+	// LabelPodGroup names a pod's group: one Workload for all its pods.
+	LabelPodGroup = "kueue.x-k8s.io/pod-group-name"
+	// PodAdmissionGate is the scheduling gate Kueue keeps on a managed pod
+	// until its Workload is admitted: on the manager, where MultiKueue
+	// runs the pod's copy on a worker, it stays.
+	PodAdmissionGate = "kueue.x-k8s.io/admission"
+)
 
 // Pod transitions.
 const (
@@ -61,9 +81,10 @@ func kubeflowOperator(name string) (Kind, bool) {
 }
 
 // podOwner is the job object a pod runs for, by its labels: a JobSet's
-// before its child Job's, a StatefulSet's by its controller reference; ok
-// false for a pod of no recorded kind (a Deployment's, a DaemonSet's), which
-// the Observer leaves out.
+// before its child Job's, a StatefulSet's by its controller reference, a pod
+// Kueue's pod integration manages for none of these its own (KindPod, its
+// name); ok false for a pod of no recorded kind (a DaemonSet's, a
+// Deployment's that Kueue does not manage), which the Observer leaves out.
 func podOwner(p *corev1.Pod) (kind Kind, name string, ok bool) {
 	l := p.Labels
 	if n := l[jobset.JobSetNameKey]; n != "" {
@@ -92,12 +113,54 @@ func podOwner(p *corev1.Pod) (kind Kind, name string, ok bool) {
 	if ref := metav1.GetControllerOf(p); ref != nil && ref.Kind == string(KindStatefulSet) && ref.APIVersion == "apps/v1" {
 		return KindStatefulSet, ref.Name, true
 	}
+	if p.Labels[LabelManaged] == "true" {
+		return KindPod, p.Name, true
+	}
 	return "", "", false
 }
 
-// slimPod is the Observer's cache transform of pods: what podOwner and
-// podSnapshot read (metadata without managed fields, the Node, the phase
-// and containers' states), not the pod's spec.
+// podJobState is a managed pod's state as a job object: suspended while
+// Kueue's admission gate is on (on the manager, for good), started once it
+// runs, finished with its phase; the summary is the phase with the exit
+// code of a terminated container, the status MultiKueue copies whole from
+// the worker's pod to the manager's.
+func podJobState(obj client.Object) JobState {
+	p := obj.(*corev1.Pod)
+	s := JobState{Started: p.Status.StartTime != nil || p.Status.Phase == corev1.PodRunning || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed}
+	for _, g := range p.Spec.SchedulingGates {
+		if g.Name == PodAdmissionGate {
+			s.Suspended = true
+		}
+	}
+	switch p.Status.Phase {
+	case corev1.PodSucceeded:
+		s.Succeeded, s.Reason = true, p.Status.Reason
+	case corev1.PodFailed:
+		s.Failed, s.Reason = true, p.Status.Reason
+	}
+	s.Summary = podPhase(p)
+	return s
+}
+
+// podPhase is a pod's phase (Pending when unset) with the exit code of a
+// terminated container once it ended: "Failed (exit code 1)".
+func podPhase(p *corev1.Pod) string {
+	phase := string(p.Status.Phase)
+	if phase == "" {
+		phase = string(corev1.PodPending)
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		if t := cs.State.Terminated; t != nil && (p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed) {
+			return phase + fmt.Sprintf(" (exit code %d)", t.ExitCode)
+		}
+	}
+	return phase
+}
+
+// slimPod is the Observer's cache transform of pods: what podOwner,
+// podSnapshot and podJobState read (metadata without managed fields, the
+// Node, the scheduling gates, the phase, the start time and containers'
+// states), not the rest of the pod's spec.
 func slimPod(obj any) (any, error) {
 	p, ok := obj.(*corev1.Pod)
 	if !ok {
@@ -106,7 +169,10 @@ func slimPod(obj any) (any, error) {
 	slim := &corev1.Pod{TypeMeta: p.TypeMeta, ObjectMeta: p.ObjectMeta}
 	slim.ManagedFields = nil
 	slim.Spec.NodeName = p.Spec.NodeName
+	slim.Spec.SchedulingGates = p.Spec.SchedulingGates
 	slim.Status.Phase = p.Status.Phase
+	slim.Status.Reason = p.Status.Reason
+	slim.Status.StartTime = p.Status.StartTime
 	slim.Status.ContainerStatuses = p.Status.ContainerStatuses
 	return slim, nil
 }
@@ -119,20 +185,17 @@ func (o *Observer) PodsUnread(worker string) error {
 	return o.podsUnread[worker]
 }
 
-// podSnapshot keeps a pod's node and phase (with exit codes).
-func podSnapshot(p *corev1.Pod) *snapshot {
+// podSnapshot keeps a pod's node and phase (with exit codes); for a pod
+// that is a job object of its own (asJob), also a job's state and the
+// labels a copy carries.
+func podSnapshot(p *corev1.Pod, asJob bool) *snapshot {
 	s := &snapshot{uid: p.UID, flags: map[Type]bool{DeletionRequested: !p.DeletionTimestamp.IsZero()}, reason: map[Type]string{}}
+	if asJob {
+		s = jobSnapshot(p, podJobState(p))
+		s.podJob = true
+	}
 	s.clusterName = p.Spec.NodeName
-	s.jobStatus = string(p.Status.Phase)
-	if s.jobStatus == "" {
-		s.jobStatus = string(corev1.PodPending)
-	}
-	for _, cs := range p.Status.ContainerStatuses {
-		if t := cs.State.Terminated; t != nil && (p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed) {
-			s.jobStatus += fmt.Sprintf(" (exit code %d)", t.ExitCode)
-			break
-		}
-	}
+	s.jobStatus = podPhase(p)
 	return s
 }
 
@@ -142,7 +205,7 @@ func podTransitions(prev, cur *snapshot, add func(Type, string, []string)) {
 		add(PodBound, cur.clusterName, []string{cur.clusterName})
 	}
 	// A new pod is Pending: its Created says so.
-	if cur.jobStatus != prev.jobStatus && (prev.jobStatus != "" || cur.jobStatus != string(corev1.PodPending)) {
+	if cur.jobStatus != prev.jobStatus && (prev.jobStatus != "" || cur.jobStatus != string(corev1.PodPending)) && !cur.podJob {
 		add(PodPhase, cur.jobStatus, []string{cur.jobStatus})
 	}
 }

@@ -61,6 +61,9 @@ type snapshot struct {
 	labelSum   uint64
 	queue      string
 	usage      corev1.ResourceList
+	// podJob: a pod that is a job object of its own (see KindPod), told
+	// with a job's transitions besides a pod's Bound.
+	podJob bool
 }
 
 func condTrue(conds []metav1.Condition, t string) (bool, string) {
@@ -188,6 +191,25 @@ func clusterSnapshot(c *kueue.MultiKueueCluster) *snapshot {
 	return s
 }
 
+// jobTransitions are the job part of diff.
+func jobTransitions(prev, cur *snapshot, add func(Type, string, []string)) {
+	if cur.flags[JobSuspended] != prev.flags[JobSuspended] || prev.jobStatus == "" {
+		if cur.flags[JobSuspended] {
+			add(JobSuspended, "", nil)
+		} else {
+			add(JobUnsuspended, "", nil)
+		}
+	}
+	for _, t := range []Type{JobStarted, JobSucceeded, JobFailed} {
+		if cur.flags[t] && !prev.flags[t] {
+			add(t, cur.reason[t], nil)
+		}
+	}
+	if cur.jobStatus != prev.jobStatus {
+		add(JobStatus, cur.jobStatus, nil)
+	}
+}
+
 // diff appends to out the transitions from prev (nil: the object is new) to
 // cur. base is a template carrying time, cluster, kind and name.
 func diff(base Event, prev, cur *snapshot) []Event {
@@ -252,6 +274,9 @@ func diff(base Event, prev, cur *snapshot) []Event {
 		}
 	case KindPod:
 		podTransitions(prev, cur, add)
+		if cur.podJob {
+			jobTransitions(prev, cur, add)
+		}
 	case KindMultiKueueCluster:
 		if cur.jobStatus != prev.jobStatus {
 			if cur.flags[ClusterActive] {
@@ -261,21 +286,7 @@ func diff(base Event, prev, cur *snapshot) []Event {
 			}
 		}
 	default: // a job kind
-		if cur.flags[JobSuspended] != prev.flags[JobSuspended] || prev.jobStatus == "" {
-			if cur.flags[JobSuspended] {
-				add(JobSuspended, "", nil)
-			} else {
-				add(JobUnsuspended, "", nil)
-			}
-		}
-		for _, t := range []Type{JobStarted, JobSucceeded, JobFailed} {
-			if cur.flags[t] && !prev.flags[t] {
-				add(t, cur.reason[t], nil)
-			}
-		}
-		if cur.jobStatus != prev.jobStatus {
-			add(JobStatus, cur.jobStatus, nil)
-		}
+		jobTransitions(prev, cur, add)
 	}
 	if created || base.Kind == KindMultiKueueCluster || base.Kind == KindPod {
 		return out

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
@@ -133,4 +134,37 @@ func TestFromMultiKueue(t *testing.T) {
 			t.Errorf("FromMultiKueue(%v) = %t, want %t", c.labels, got, c.want)
 		}
 	}
+}
+
+// TestDiffManagedPodTransitions: a pod that is a job object of its own is
+// told with a job's transitions (and its Node), a Job's pod with a pod's.
+func TestDiffManagedPodTransitions(t *testing.T) {
+	base := Event{Time: time.Unix(0, 0), Cluster: "worker1", Kind: KindPod, Namespace: "ns", Name: "p"}
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Labels: map[string]string{LabelManaged: "true", LabelOrigin: "multikueue"}}}
+	p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: PodAdmissionGate}}
+	created := podSnapshot(p, true)
+	if got := typesOf(diff(base, nil, created)); strings.Join(typesStr(got), " ") != "Created Suspended Status" {
+		t.Fatalf("created: %v", got)
+	}
+	p.Spec.SchedulingGates, p.Spec.NodeName, p.Status.Phase = nil, "kwok-node-0", corev1.PodRunning
+	running := podSnapshot(p, true)
+	if got := typesOf(diff(base, created, running)); strings.Join(typesStr(got), " ") != "Bound Unsuspended Started Status" {
+		t.Fatalf("running: %v", got)
+	}
+	p.Status.Phase = corev1.PodSucceeded
+	if got := typesOf(diff(base, running, podSnapshot(p, true))); strings.Join(typesStr(got), " ") != "Succeeded Status" {
+		t.Fatalf("succeeded: %v", got)
+	}
+	child := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "j-x"}, Spec: corev1.PodSpec{NodeName: "kwok-node-0"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	if got := typesOf(diff(base, nil, podSnapshot(child, false))); strings.Join(typesStr(got), " ") != "Created Bound Phase" {
+		t.Fatalf("a Job's pod: %v", got)
+	}
+}
+
+func typesStr(ts []Type) []string {
+	out := make([]string, len(ts))
+	for i, t := range ts {
+		out[i] = string(t)
+	}
+	return out
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
@@ -12,9 +13,11 @@ import (
 
 // WorkloadOf reads through r (a cluster's client, or an Observer's Reader
 // for its cache) the Workload Kueue made for the job object of UID jobUID
-// in namespace: the one labelled LabelJobUID=jobUID, the oldest if there
-// are several. Where there is none yet the error says so; a caller waiting
-// for it polls WorkloadOf.
+// in namespace: the one labelled LabelJobUID=jobUID, else (a pod group's
+// Workload, which serves several pods and carries no such label) the one
+// that names it among its owners; the oldest if there are several. Where
+// there is none yet the error says so; a caller waiting for it polls
+// WorkloadOf.
 func WorkloadOf(ctx context.Context, r client.Reader, namespace string, jobUID types.UID) (*kueue.Workload, error) {
 	if jobUID == "" {
 		return nil, fmt.Errorf("no job UID to find the Workload of in namespace %s", namespace)
@@ -24,7 +27,18 @@ func WorkloadOf(ctx context.Context, r client.Reader, namespace string, jobUID t
 		return nil, err
 	}
 	if len(wls.Items) == 0 {
-		return nil, fmt.Errorf("no Workload labelled %s=%s yet", LabelJobUID, jobUID)
+		var all kueue.WorkloadList
+		if err := r.List(ctx, &all, client.InNamespace(namespace)); err != nil {
+			return nil, err
+		}
+		for _, wl := range all.Items {
+			if slices.ContainsFunc(wl.OwnerReferences, func(o metav1.OwnerReference) bool { return o.UID == jobUID }) {
+				wls.Items = append(wls.Items, wl)
+			}
+		}
+	}
+	if len(wls.Items) == 0 {
+		return nil, fmt.Errorf("no Workload labelled %s=%s or owned by it yet", LabelJobUID, jobUID)
 	}
 	slices.SortFunc(wls.Items, func(a, b kueue.Workload) int { return a.CreationTimestamp.Compare(b.CreationTimestamp.Time) })
 	return &wls.Items[0], nil

@@ -60,6 +60,8 @@ func (j JobTemplate) Build() (client.Object, error) {
 		return build(j, workload.NewAppWrapper(j.Name, j.Namespace), (*workload.AppWrapperBuilder).Obj)
 	case observe.KindTrainJob:
 		return build(j, workload.NewTrainJob(j.Name, j.Namespace), (*workload.TrainJobBuilder).Obj)
+	case observe.KindPod:
+		return build(j, workload.NewPod(j.Name, j.Namespace), (*workload.PodBuilder).Obj)
 	}
 	return nil, fmt.Errorf("scenario: job kind %q: package workload has no builder for it (buildable: %v)", j.Kind, buildableKinds())
 }
@@ -85,7 +87,7 @@ func build[B templated[B], O client.Object](j JobTemplate, b B, obj func(B) O) (
 // buildableKinds are the job kinds JobTemplate.Build can build.
 func buildableKinds() []observe.Kind {
 	return []observe.Kind{observe.KindJob, observe.KindJobSet, observe.KindRayJob,
-		observe.KindPyTorchJob, observe.KindTFJob, observe.KindXGBoostJob, observe.KindPaddleJob, observe.KindJAXJob, observe.KindMPIJob, observe.KindAppWrapper, observe.KindTrainJob}
+		observe.KindPyTorchJob, observe.KindTFJob, observe.KindXGBoostJob, observe.KindPaddleJob, observe.KindJAXJob, observe.KindMPIJob, observe.KindAppWrapper, observe.KindTrainJob, observe.KindPod}
 }
 
 // Kinds returns the job kinds the topology's Kueue integrations enable that

@@ -90,24 +90,28 @@ func TestAppWrapperSucceedsAndFails(t *testing.T) {
 }
 
 // TestMixedKindsAtOnce submits one job of every kind the local topology runs
-// and Kueue v0.19.2 dispatches, all at once to the same two workers, and
-// judges them together with every assertion Dispatch runs; a StatefulSet
-// and a LeaderWorkerSet run beside them all along and are judged as
-// TestStatefulSetRunsOnOneWorkerItsStatusNotCopied judges them.
+// and Kueue v0.19.2 dispatches (a plain Pod among them), all at once to the
+// same two workers, and judges them together with every assertion Dispatch
+// runs; a StatefulSet and a LeaderWorkerSet run beside them all along and
+// are judged as TestStatefulSetRunsOnOneWorkerItsStatusNotCopied judges
+// them, and a pod group of two as TestPodGroupRunsOnOneWorker judges it.
 func TestMixedKindsAtOnce(t *testing.T) {
 	env := kubeflow.get(t)
 	start := time.Now()
 	sts := workload.NewStatefulSet("mixed-kinds-sts", "default").Queue("user-queue").Requests("250m", "128Mi").Obj()
 	lws := workload.NewLeaderWorkerSet("mixed-kinds-lws", "default").Queue("user-queue").Requests("250m", "128Mi").Obj()
+	group := workload.NewPodGroup("mixed-kinds-group", "default").Queue("user-queue").Requests("250m", "128Mi").Objs()
 	submitServing(t, env, sts)
 	submitServing(t, env, lws)
-	kinds := append([]observe.Kind{observe.KindJob, observe.KindJobSet, observe.KindRayJob, observe.KindAppWrapper}, kubeflowKinds()...)
+	submitPodGroup(t, env, group)
+	kinds := append([]observe.Kind{observe.KindJob, observe.KindJobSet, observe.KindRayJob, observe.KindAppWrapper, observe.KindPod}, kubeflowKinds()...)
 	res, ok := scenario.For(t, env).Dispatch(context.Background(), scenario.DispatchOptions{
 		Kinds: kinds, NamePrefix: "mixed-kinds", CPU: "250m", Memory: "128Mi",
 	})
 	t.Logf("%d jobs of %d kinds at once in %s (ok=%t); per worker %v", len(res.Objects), len(kinds), time.Since(start).Round(time.Millisecond), ok, res.PerWorker())
 	judgeSubmitted(t, env, start, sts, "statefulset_multikueue_adapter.go", "replicas=1 ready=1")
 	judgeSubmitted(t, env, start, lws, "leaderworkerset_multikueue_adapter.go", "replicas=1 ready=1")
+	judgePodGroup(t, env, start, group)
 }
 
 // TestJAXJobIsRefusedByTheWorkersKueue is a finding: Kueue v0.19.2 has a
