@@ -47,8 +47,8 @@ func (c *Checker) NoOrphansGrace() time.Duration {
 // worker: a copy made a moment before is not missed); the requests do not
 // grow with the number of workloads. It checks Workloads and the job kinds the
 // Observer watches (batch/Job; JobSet, RayJob, the Kubeflow training jobs, the
-// MPIJob, the TrainJob, the AppWrapper, the StatefulSet and the
-// LeaderWorkerSet when their integration is on:
+// MPIJob, the TrainJob, the AppWrapper, the StatefulSet, the
+// LeaderWorkerSet and the pods Kueue manages when their integration is on:
 // observe.JobKindsFor). Once none
 // is left, it checks the pods, with one list per worker
 // from its API server: a pod whose Job was MultiKueue's copy (by the

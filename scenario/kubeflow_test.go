@@ -73,18 +73,24 @@ func TestKubeflowKindsSucceedAndFail(t *testing.T) {
 // that succeeds and one that fails to workers that run the real AppWrapper
 // controller, and judges each with every assertion Dispatch runs.
 func TestAppWrapperSucceedsAndFails(t *testing.T) {
-	env := kubeflow.get(t)
+	dispatchSucceedsAndFails(t, kubeflow.get(t), observe.KindAppWrapper, "aw")
+}
+
+// dispatchSucceedsAndFails dispatches one job of kind that succeeds and one
+// that fails (named from prefix), each judged with every assertion
+// Dispatch runs.
+func dispatchSucceedsAndFails(t *testing.T, env *scenario.Env, kind observe.Kind, prefix string) {
 	for _, fails := range []bool{false, true} {
 		t.Run(fmt.Sprintf("fails=%t", fails), func(t *testing.T) {
-			prefix := "aw"
+			name := prefix
 			if fails {
-				prefix = "aw-failing"
+				name += "-failing"
 			}
 			start := time.Now()
 			res, ok := scenario.For(t, env).Dispatch(context.Background(), scenario.DispatchOptions{
-				Kinds: []observe.Kind{observe.KindAppWrapper}, NamePrefix: prefix, CPU: "250m", Memory: "128Mi", Fails: fails,
+				Kinds: []observe.Kind{kind}, NamePrefix: name, CPU: "250m", Memory: "128Mi", Fails: fails,
 			})
-			t.Logf("AppWrapper in %s (ok=%t); placed on %v", time.Since(start).Round(time.Millisecond), ok, res.PerWorker())
+			t.Logf("%s in %s (ok=%t); placed on %v", kind, time.Since(start).Round(time.Millisecond), ok, res.PerWorker())
 		})
 	}
 }

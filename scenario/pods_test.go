@@ -2,15 +2,18 @@ package scenario_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/multikueue-testkit/testkit/assert"
+	"github.com/multikueue-testkit/testkit/internal/poll"
 	"github.com/multikueue-testkit/testkit/observe"
 	"github.com/multikueue-testkit/testkit/scenario"
 	"github.com/multikueue-testkit/testkit/workload"
@@ -21,20 +24,7 @@ import (
 // MultiKueue runs its copy on a worker and copies the copy's status back;
 // each is judged with every assertion Dispatch runs.
 func TestPodSucceedsAndFails(t *testing.T) {
-	env := kubeflow.get(t)
-	for _, fails := range []bool{false, true} {
-		t.Run(fmt.Sprintf("fails=%t", fails), func(t *testing.T) {
-			prefix := "plain"
-			if fails {
-				prefix = "plain-failing"
-			}
-			start := time.Now()
-			res, ok := scenario.For(t, env).Dispatch(context.Background(), scenario.DispatchOptions{
-				Kinds: []observe.Kind{observe.KindPod}, NamePrefix: prefix, CPU: "250m", Memory: "128Mi", Fails: fails,
-			})
-			t.Logf("Pod in %s (ok=%t); placed on %v", time.Since(start).Round(time.Millisecond), ok, res.PerWorker())
-		})
-	}
+	dispatchSucceedsAndFails(t, kubeflow.get(t), observe.KindPod, "plain")
 }
 
 // TestPodGroupRunsOnOneWorker submits a pod group of three (one Workload
@@ -128,4 +118,91 @@ func TestStrayPodCopyFailsNoOrphans(t *testing.T) {
 func TestPodWithASecondAdmissionFailsExactlyOnceAdmitted(t *testing.T) {
 	env := kubeflow.get(t)
 	secondAdmissionFails(t, env, workload.NewPod("pod-double", "default").Queue("user-queue").Requests("250m", "128Mi").RunFor(time.Minute).Obj())
+}
+
+// TestDeploymentPodsRunThroughMultiKueue submits a Deployment of two
+// replicas: the manager's ReplicaSet controller makes two pods, Kueue's pod
+// integration gives each its own Workload and MultiKueue runs each on a
+// worker. Each pod is judged with the per-job assertions that need no end
+// (it serves until deleted), its copy must run and the manager's pod show
+// the copy's Running status; once the Deployment is deleted, NoOrphans
+// must find every copy gone.
+func TestDeploymentPodsRunThroughMultiKueue(t *testing.T) {
+	env := kubeflow.get(t)
+	ctx := context.Background()
+	mgr := env.Topo.Manager
+	start := time.Now()
+	d := workload.NewDeployment("web", "default").Replicas(2).Queue("user-queue").Requests("250m", "128Mi").Obj()
+	if err := mgr.Client.Create(ctx, d); err != nil {
+		t.Fatalf("cluster %q: create Deployment default/web: %v", mgr.Name, err)
+	}
+	deleted := false
+	t.Cleanup(func() {
+		if !deleted {
+			_ = mgr.Client.Delete(ctx, d, client.PropagationPolicy(metav1.DeletePropagationBackground))
+		}
+	})
+	var pods []corev1.Pod
+	err := poll.Until(ctx, time.Minute, "the manager's ReplicaSet controller to make the Deployment's 2 pods", func(ctx context.Context) error {
+		var list corev1.PodList
+		if err := mgr.Client.List(ctx, &list, client.InNamespace("default"), client.MatchingLabels(d.Spec.Selector.MatchLabels)); err != nil {
+			return err
+		}
+		if len(list.Items) != 2 {
+			return fmt.Errorf("%d pods", len(list.Items))
+		}
+		pods = list.Items
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := *env.Check
+	c.Since = start
+	for i := range pods {
+		p := &pods[i]
+		ref := fmt.Sprintf("Pod %s/%s", p.Namespace, p.Name)
+		for _, a := range []struct {
+			name  string
+			check func(context.Context, client.Object) error
+		}{{"ExactlyOnceAdmitted", c.ExactlyOnceAdmitted}, {"NominationCleared", c.NominationCleared}, {"LosersCleaned", c.LosersCleaned}} {
+			if err := a.check(ctx, p); err != nil {
+				t.Errorf("%s: %s: %v", ref, a.name, err)
+			}
+		}
+		err := poll.Until(ctx, 2*time.Minute, fmt.Sprintf("%s's copy to run and the manager's pod to show it", ref), func(context.Context) error {
+			evs, _ := env.Obs.History(observe.KindPod, p.Namespace, p.Name)
+			var copyOn string
+			onManager := false
+			for _, e := range evs {
+				if e.Type == observe.JobStarted && e.UID != p.UID {
+					copyOn = e.Cluster
+				}
+				if e.Type == observe.JobStatus && e.UID == p.UID && e.Detail == string(corev1.PodRunning) {
+					onManager = true
+				}
+			}
+			switch {
+			case copyOn == "":
+				return errors.New("no copy has started")
+			case !onManager:
+				return fmt.Errorf("the copy runs on %q; the manager's pod does not show Running", copyOn)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	var got appsv1.Deployment
+	if err := mgr.Client.Get(ctx, client.ObjectKeyFromObject(d), &got); err == nil {
+		t.Logf("cluster %q: Deployment default/web status: replicas=%d ready=%d available=%d", mgr.Name, got.Status.Replicas, got.Status.ReadyReplicas, got.Status.AvailableReplicas)
+	}
+	if err := mgr.Client.Delete(ctx, d, client.PropagationPolicy(metav1.DeletePropagationForeground)); err != nil {
+		t.Fatalf("cluster %q: delete Deployment default/web: %v", mgr.Name, err)
+	}
+	deleted = true
+	if err := c.NoOrphans(ctx); err != nil {
+		t.Error(err)
+	}
 }

@@ -22,9 +22,10 @@ import (
 // LeaderWorkerSet adapters skip the status sync, and a Deployment has no
 // adapter at all: only its pods are dispatched). For the StatefulSet and
 // the LeaderWorkerSet the assertions say so rather than fail
-// (assert.Limitation); the local topology runs both (kube-controller-manager's
-// StatefulSet controller, the LeaderWorkerSet controller), not yet the
-// Deployment's pods.
+// (assert.Limitation); the local topology runs all three
+// (kube-controller-manager's StatefulSet, Deployment and ReplicaSet
+// controllers, the LeaderWorkerSet controller), and the Observer records a
+// Deployment's pods as job objects of their own (observe.KindPod).
 
 // servingLabel selects a built serving object's pods.
 const servingLabel = "testkit.multikueue.x-k8s.io/app"
