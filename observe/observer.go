@@ -35,6 +35,7 @@ type Options struct {
 // for concurrent use.
 type Observer struct {
 	clusters []string
+	manager  string
 	jobKinds []Kind
 	readers  map[string]client.Reader
 	max      int
@@ -84,6 +85,9 @@ func Start(ctx context.Context, topo *topology.Topology, opts Options) (*Observe
 		readers: map[string]client.Reader{}, records: map[objKey]*record{}, max: opts.MaxEventsPerObject, wrap: opts.WrapTransport,
 		pods: map[objKey]map[string]bool{}, podsUnread: map[string]error{},
 		jobKinds: JobKindsFor(topo.Spec.Kueue.Integrations), audit: auditSources(topo),
+	}
+	if topo.Manager != nil {
+		o.manager = topo.Manager.Name
 	}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	o.cancel = cancel
@@ -189,7 +193,7 @@ func (o *Observer) observe(cluster string, kind Kind, obj any, deleted bool) {
 		if !owned || (jk == KindPod && !slices.Contains(o.jobKinds, KindPod)) {
 			return // not a pod of a job object: not recorded
 		}
-		if cluster == o.clusters[0] && jk != KindPod {
+		if cluster == o.manager && jk != KindPod {
 			return // the manager's pods are recorded only as job objects
 		}
 		podJob = objKey{kind: jk, namespace: p.Namespace, name: jn}
