@@ -29,8 +29,11 @@ var kwokModuleStages = []string{
 	"kustomize/stage/pod/fast/pod-delete.yaml",
 }
 
-// podRunStage ends a running pod of a Job, or of a Kubeflow training job
-// (the training-operator owns its pods directly), after its run duration
+// podRunStage ends a running pod of a Job, of a Kubeflow training job
+// (the training-operator owns its pods directly), or a pod of no owner
+// that carries the run annotations (a plain Pod, a pod group's: Kueue's pod
+// integration; a Deployment's or a StatefulSet's serving pods have owners
+// and no run annotations, and run on), after its run duration
 // (topology.AnnotationRunDuration on the pod, default 1 s), Succeeded with
 // exit code 0, or Failed with exit code 1 when its
 // topology.AnnotationOutcome is Failed: the library's run annotations read
