@@ -31,9 +31,9 @@ var kwokModuleStages = []string{
 
 // podRunStage ends a running pod of a Job, of a Kubeflow training job
 // (the training-operator owns its pods directly), or a pod of no owner
-// that carries the run annotations (a plain Pod, a pod group's: Kueue's pod
-// integration; a Deployment's or a StatefulSet's serving pods have owners
-// and no run annotations, and run on), after its run duration
+// that runs to completion (restartPolicy Never or OnFailure: a plain Pod, a
+// pod group's, from Kueue's pod integration; serving pods have owners and
+// restartPolicy Always, and run on), after its run duration
 // (topology.AnnotationRunDuration on the pod, default 1 s), Succeeded with
 // exit code 0, or Failed with exit code 1 when its
 // topology.AnnotationOutcome is Failed: the library's run annotations read
