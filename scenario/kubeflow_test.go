@@ -36,8 +36,10 @@ func kubeflowKinds() []observe.Kind {
 // alone (three runs, 2026-12-07), but in the full package's run (three
 // shared topologies up at once) the Trainer on the chosen worker never made
 // the TrainJob's JobSet, so no TrainJob started; not understood yet, so not
-// in .ci/run's path until it is. The TrainJob's must-fail tests
-// (ExactlyOnceAdmitted, NoOrphans), which need no run, stay in it.
+// in .ci/run's path until it is (a full run on 2026-12-07 saw both workers'
+// Trainers make their TrainJobs' JobSets within 120 ms, so not reproduced).
+// The TrainJob's must-fail tests (ExactlyOnceAdmitted, NoOrphans), which
+// need no run, stay in it.
 const trainJobRunsEnv = "MKTK_TRAINJOB_RUNS"
 
 // TestKubeflowKindsSucceedAndFail dispatches, for each Kubeflow training
