@@ -113,6 +113,9 @@ func (c *Checker) orphans(ctx context.Context) ([]string, error) {
 			}
 		}
 		for _, kind := range c.Obs.JobKinds() {
+			if kind == observe.KindPod && c.Obs.PodsUnread(w.Name) != nil {
+				continue // its pods could not be read (said below, with the pods left behind)
+			}
 			found, err := jobOrphans(ctx, mgr, r, kind)
 			if err != nil {
 				return nil, fmt.Errorf("cluster %q: %w", w.Name, err)
