@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -96,20 +97,26 @@ func judgePodGroup(t *testing.T, env *scenario.Env, since time.Time, pods []*cor
 
 // TestStrayPodCopyFailsNoOrphans leaves on a worker a pod labelled as
 // MultiKueue's copy whose manager pod does not exist, created through the
-// real API: NoOrphans must name it, and not the pods of a group that runs
-// beside it correctly.
+// real API: NoOrphans must name it, and not the worker's own pod that Kueue
+// manages there beside it (queued on the worker, no origin label).
 func TestStrayPodCopyFailsNoOrphans(t *testing.T) {
 	env := kubeflow.get(t)
 	ctx := context.Background()
 	w := env.Topo.Workers[1]
 	stray := workload.NewPod("stray-pod", "default").Label(observe.LabelOrigin, env.Topo.Spec.Kueue.Origin).
 		Label(observe.LabelPrebuiltWorkload, "pod-stray-pod-gone").Obj()
-	if err := w.Client.Create(ctx, stray); err != nil {
-		t.Fatalf("cluster %q: create Pod default/stray-pod: %v", w.Name, err)
+	own := workload.NewPod("workers-own-pod", "default").Queue("user-queue").Requests("100m", "64Mi").RunFor(time.Minute).Obj()
+	for _, p := range []*corev1.Pod{stray, own} {
+		if err := w.Client.Create(ctx, p); err != nil {
+			t.Fatalf("cluster %q: create Pod default/%s: %v", w.Name, p.Name, err)
+		}
+		t.Cleanup(func() { _ = w.Client.Delete(ctx, p) })
 	}
-	t.Cleanup(func() { _ = w.Client.Delete(ctx, stray) })
 	err := assert.New(env.Topo, env.Obs).NoOrphans(ctx)
 	failsNaming(t, err, "NoOrphans failed", `cluster "`+w.Name+`": Pod default/stray-pod (age`, "no Pod of that name on the manager")
+	if err != nil && strings.Contains(err.Error(), "workers-own-pod") {
+		t.Errorf("NoOrphans took the worker's own pod for an orphan:\n%v", err)
+	}
 }
 
 // TestPodWithASecondAdmissionFailsExactlyOnceAdmitted gives a placed Pod's
