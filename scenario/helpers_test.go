@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -101,6 +102,9 @@ func ensureTrainingRuntime(t *testing.T, env *scenario.Env) {
 		err := c.Client.Create(ctx, workload.NewClusterTrainingRuntime(workload.DefaultTrainingRuntime))
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			t.Fatalf("cluster %q: create ClusterTrainingRuntime %q: %v", c.Name, workload.DefaultTrainingRuntime, err)
+		}
+		if err := scenario.RuntimeKnown(ctx, c, workload.DefaultTrainingRuntime, time.Minute); err != nil {
+			t.Fatal(err)
 		}
 	}
 }

@@ -43,6 +43,11 @@ type controllerBinary struct {
 	env []string
 	// noWebhooks: the controller serves no webhooks (webhookPort unused).
 	noWebhooks bool
+	// lateWebhooks: the controller adds its webhook handlers only after it
+	// answers /readyz (the Kubeflow Trainer sets them up in a goroutine once
+	// its certificates are ready) and serves every path its registrations
+	// name, so a 404 means "not yet", not "not served".
+	lateWebhooks bool
 
 	// configure writes the files and args that name the ports; start calls
 	// it again after new ports were taken (a start that lost a port race).
@@ -208,7 +213,8 @@ func (b *controllerBinary) running() bool {
 // controller registers webhooks only for what it runs (Kueue for its
 // enabled integrations), and controller-runtime answers 404 for any other
 // path. A registration of an unserved webhook would make the API server
-// reject those objects.
+// reject those objects. For a controller with lateWebhooks a 404 is
+// waited out: every path must come to be served.
 func (b *controllerBinary) servedPaths(ctx context.Context, paths []string) (func(string) bool, error) {
 	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: b.tlsConfig()}}
 	defer hc.CloseIdleConnections()
@@ -226,6 +232,9 @@ func (b *controllerBinary) servedPaths(ctx context.Context, paths []string) (fun
 				return err
 			}
 			resp.Body.Close()
+			if b.lateWebhooks && resp.StatusCode == http.StatusNotFound {
+				return errors.New("404: its handler is not registered yet")
+			}
 			served[path] = resp.StatusCode != http.StatusNotFound
 			return nil
 		})

@@ -81,7 +81,7 @@ func (lc *localCluster) startConfigured(ctx context.Context, c *topology.Cluster
 	if metricsCerts {
 		certDirs = append(certDirs, "metrics-certs")
 	}
-	return lc.startWithConfigFile(ctx, c, op, certDirs, nil, func(b *controllerBinary) map[string]any {
+	return lc.startWithConfigFile(ctx, c, op, certDirs, nil, false, func(b *controllerBinary) map[string]any {
 		m := map[string]any{"apiVersion": apiVersion, "kind": "Configuration"}
 		setLoopbackServing(m, *b, filepath.Join(b.dir, "webhook-certs"))
 		if metricsCerts {
@@ -96,11 +96,12 @@ func (lc *localCluster) startConfigured(ctx context.Context, c *topology.Cluster
 // change) and --kubeconfig (user's, with the client identity id): a
 // certificate of the cluster's CA in each of certDirs (below its working
 // directory), env added to its environment; the webhooks of hooks it serves
-// are registered.
-func (lc *localCluster) startWithConfigFile(ctx context.Context, c *topology.Cluster, op assets.Operator, certDirs, env []string,
+// are registered (with lateWebhooks, once it serves them all:
+// controllerBinary.lateWebhooks).
+func (lc *localCluster) startWithConfigFile(ctx context.Context, c *topology.Cluster, op assets.Operator, certDirs, env []string, lateWebhooks bool,
 	config func(*controllerBinary) map[string]any, hooks webhookConfigs, user string, id keyPair, o Options) error {
 	b := &controllerBinary{name: op.Name, cluster: lc.name, path: op.Path, version: op.Version,
-		dir: filepath.Join(lc.cp.dir, op.Name), timeout: o.StartTimeout}
+		dir: filepath.Join(lc.cp.dir, op.Name), timeout: o.StartTimeout, lateWebhooks: lateWebhooks}
 	for _, e := range env {
 		b.env = append(b.env, strings.ReplaceAll(e, "$DIR", b.dir))
 	}

@@ -35,10 +35,12 @@ const (
 	trainerCertDir = "k8s-webhook-server/serving-certs"
 )
 
-// startTrainer starts worker lc's Kubeflow Trainer and registers the
-// webhooks it serves.
+// startTrainer starts worker lc's Kubeflow Trainer and registers its
+// webhooks once it serves them all: it adds their handlers only after it
+// answers /readyz, and a TrainJob's validation is what tells a caller that
+// the Trainer's cache holds its runtime (scenario's ensureRuntime).
 func (lc *localCluster) startTrainer(ctx context.Context, c *topology.Cluster, op assets.Operator, hooks webhookConfigs, o Options) error {
-	return lc.startWithConfigFile(ctx, c, op, []string{trainerCertDir}, []string{"TMPDIR=$DIR"}, func(b *controllerBinary) map[string]any {
+	return lc.startWithConfigFile(ctx, c, op, []string{trainerCertDir}, []string{"TMPDIR=$DIR"}, true, func(b *controllerBinary) map[string]any {
 		addr := func(port int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) }
 		return map[string]any{
 			"apiVersion":     "config.trainer.kubeflow.org/v1alpha1",
