@@ -127,6 +127,35 @@ func TestPodWithASecondAdmissionFailsExactlyOnceAdmitted(t *testing.T) {
 	secondAdmissionFails(t, env, workload.NewPod("pod-double", "default").Queue("user-queue").Requests("250m", "128Mi").RunFor(time.Minute).Obj())
 }
 
+// TestPodGroupWithASecondAdmissionFailsExactlyOnceAdmitted gives a placed
+// pod group's one Workload an admitted copy on the other worker for a
+// moment, through the real API: ExactlyOnceAdmitted, asked about one pod of
+// the group, must name it.
+func TestPodGroupWithASecondAdmissionFailsExactlyOnceAdmitted(t *testing.T) {
+	env := kubeflow.get(t)
+	pods := workload.NewPodGroup("group-double", "default").Queue("user-queue").Requests("250m", "128Mi").RunFor(time.Minute).Objs()
+	submitPodGroup(t, env, pods[1:])
+	secondAdmissionFails(t, env, pods[0])
+}
+
+// TestStrayPodGroupCopyFailsNoOrphans leaves on a worker a pod labelled as
+// a MultiKueue copy of a pod group's member whose group is gone from the
+// manager, created through the real API: NoOrphans must name it.
+func TestStrayPodGroupCopyFailsNoOrphans(t *testing.T) {
+	env := kubeflow.get(t)
+	ctx := context.Background()
+	w := env.Topo.Workers[0]
+	stray := workload.NewPodGroup("stray-group", "default").Size(1).Objs()[0]
+	stray.Labels[observe.LabelOrigin] = env.Topo.Spec.Kueue.Origin
+	stray.Labels[observe.LabelPrebuiltWorkload] = "stray-group"
+	if err := w.Client.Create(ctx, stray); err != nil {
+		t.Fatalf("cluster %q: create Pod default/%s: %v", w.Name, stray.Name, err)
+	}
+	t.Cleanup(func() { _ = w.Client.Delete(ctx, stray) })
+	err := assert.New(env.Topo, env.Obs).NoOrphans(ctx)
+	failsNaming(t, err, "NoOrphans failed", `cluster "`+w.Name+`": Pod default/`+stray.Name+` (age`, "no Pod of that name on the manager")
+}
+
 // TestDeploymentPodsRunThroughMultiKueue submits a Deployment of two
 // replicas: the manager's ReplicaSet controller makes two pods, Kueue's pod
 // integration gives each its own Workload and MultiKueue runs each on a
