@@ -252,6 +252,12 @@ func jobOrphans(ctx context.Context, mgr, worker client.Reader, kind observe.Kin
 		if !observe.FromMultiKueue(o.GetLabels()) {
 			continue // the worker's own (a prebuilt-workload-name alone is not MultiKueue's mark)
 		}
+		if owner := metav1.GetControllerOf(o); owner != nil {
+			// Made on the worker by a controller, carrying its owner's
+			// labels (a RayService's RayCluster): MultiKueue's copies have
+			// no owner, and the owner is judged as its own kind.
+			continue
+		}
 		live, why, err := liveJob(ctx, mgr, kind, client.ObjectKeyFromObject(o))
 		if err != nil {
 			return nil, err

@@ -33,6 +33,11 @@ const (
 	// MultiKueue copies its status. A RayJob's own RayCluster (on a worker,
 	// owned by the RayJob) is recorded too, and is no MultiKueue copy.
 	KindRayCluster Kind = "RayCluster"
+	// KubeRay's RayService, a serving kind: it runs until it is deleted and
+	// is ready once Ray Serve runs its applications; MultiKueue copies its
+	// status. Its RayCluster on a worker (owned by it, carrying its labels)
+	// is recorded as a RayCluster, and is no MultiKueue copy.
+	KindRayService Kind = "RayService"
 	// The Kubeflow training-operator's jobs (kubeflow.org/v1).
 	KindPyTorchJob Kind = "PyTorchJob"
 	KindTFJob      Kind = "TFJob"
@@ -78,7 +83,7 @@ func CopyServesWorkloads(k Kind) bool { return k == KindLeaderWorkerSet }
 // NeverFinishes reports whether a kind runs until it is deleted (a serving
 // kind): its Workload is never Finished.
 func NeverFinishes(k Kind) bool {
-	return k == KindStatefulSet || k == KindLeaderWorkerSet || k == KindRayCluster
+	return k == KindStatefulSet || k == KindLeaderWorkerSet || k == KindRayCluster || k == KindRayService
 }
 
 // JobState is what the Observer and the assertions read from a job object
@@ -114,6 +119,7 @@ func jobKindTable() []jobKind {
 		{KindJobSet, topology.IntegrationJobSet, func() client.Object { return &jobset.JobSet{} }, func() client.ObjectList { return &jobset.JobSetList{} }, jobSetState},
 		{KindRayJob, topology.IntegrationRayJob, func() client.Object { return &rayv1.RayJob{} }, func() client.ObjectList { return &rayv1.RayJobList{} }, rayJobState},
 		{KindRayCluster, topology.IntegrationRayCluster, func() client.Object { return &rayv1.RayCluster{} }, func() client.ObjectList { return &rayv1.RayClusterList{} }, rayClusterState},
+		{KindRayService, topology.IntegrationRayService, func() client.Object { return &rayv1.RayService{} }, func() client.ObjectList { return &rayv1.RayServiceList{} }, rayServiceState},
 		{KindPyTorchJob, topology.IntegrationPyTorchJob, func() client.Object { return &kftraining.PyTorchJob{} }, func() client.ObjectList { return &kftraining.PyTorchJobList{} }, kubeflowState},
 		{KindTFJob, topology.IntegrationTFJob, func() client.Object { return &kftraining.TFJob{} }, func() client.ObjectList { return &kftraining.TFJobList{} }, kubeflowState},
 		{KindXGBoostJob, topology.IntegrationXGBoostJob, func() client.Object { return &kftraining.XGBoostJob{} }, func() client.ObjectList { return &kftraining.XGBoostJobList{} }, kubeflowState},
@@ -195,6 +201,8 @@ func JobKindOf(obj client.Object) (Kind, bool) {
 		return KindRayJob, true
 	case *rayv1.RayCluster:
 		return KindRayCluster, true
+	case *rayv1.RayService:
+		return KindRayService, true
 	case *kftraining.PyTorchJob:
 		return KindPyTorchJob, true
 	case *kftraining.TFJob:
@@ -286,6 +294,29 @@ func rayClusterState(obj client.Object) JobState {
 	rc := obj.(*rayv1.RayCluster)
 	s := JobState{Suspended: ptr.Deref(rc.Spec.Suspend, false), Started: rc.Status.State == rayv1.Ready}
 	s.Summary = fmt.Sprintf("state=%s readyWorkers=%d desiredWorkers=%d", rc.Status.State, rc.Status.ReadyWorkerReplicas, rc.Status.DesiredWorkerReplicas)
+	return s
+}
+
+// rayServiceState reads a RayService: suspended while its cluster config
+// is (Kueue's suspend), started once KubeRay calls it Ready (Ray Serve runs
+// its applications and its serve Service has an endpoint), and it never
+// finishes; Kueue's MultiKueue adapter copies the worker's whole status, so
+// the summary is its service status, the Ready condition's reason and the
+// active cluster's applications.
+func rayServiceState(obj client.Object) JobState {
+	rs := obj.(*rayv1.RayService)
+	ready := apimeta.FindStatusCondition(rs.Status.Conditions, string(rayv1.RayServiceReady))
+	s := JobState{Suspended: ptr.Deref(rs.Spec.RayClusterSpec.Suspend, false), Started: ready != nil && ready.Status == metav1.ConditionTrue}
+	reason := ""
+	if ready != nil {
+		reason = ready.Reason
+	}
+	apps := make([]string, 0, len(rs.Status.ActiveServiceStatus.Applications))
+	for name, app := range rs.Status.ActiveServiceStatus.Applications {
+		apps = append(apps, name+"="+app.Status)
+	}
+	slices.Sort(apps)
+	s.Summary = fmt.Sprintf("service=%s ready=%s endpoints=%d apps=[%s]", rs.Status.ServiceStatus, reason, rs.Status.NumServeEndpoints, strings.Join(apps, " "))
 	return s
 }
 

@@ -90,8 +90,8 @@ func podOwner(p *corev1.Pod) (kind Kind, name string, ok bool) {
 	if n := l[jobset.JobSetNameKey]; n != "" {
 		return KindJobSet, n, true
 	}
-	if n := l[rayOriginatedFromCRName]; n != "" && l[rayOriginatedFromCRD] == string(KindRayJob) {
-		return KindRayJob, n, true
+	if n := l[rayOriginatedFromCRName]; n != "" && (l[rayOriginatedFromCRD] == string(KindRayJob) || l[rayOriginatedFromCRD] == string(KindRayService)) {
+		return Kind(l[rayOriginatedFromCRD]), n, true
 	}
 	if n := l[rayClusterLabel]; n != "" && (l[rayOriginatedFromCRD] == "" || l[rayOriginatedFromCRD] == string(KindRayCluster)) {
 		return KindRayCluster, n, true

@@ -72,7 +72,7 @@ var (
 		Integrations: []string{topology.IntegrationBatchJob, topology.IntegrationJobSet, topology.IntegrationRayJob},
 	}}}
 	// kubeflow: 1 manager + 2 workers with every integration the local
-	// topology runs: batch/Job, JobSet, RayJob, RayCluster, every Kubeflow
+	// topology runs: batch/Job, JobSet, RayJob, RayCluster, RayService, every Kubeflow
 	// training-operator kind, the MPIJob, the AppWrapper, the TrainJob, the built-in pod,
 	// Deployment and StatefulSet integrations and the LeaderWorkerSet (the
 	// workers run the JobSet controller, the KubeRay operator, the
@@ -83,7 +83,7 @@ var (
 	// strays a test makes stay until it removes them.
 	kubeflow = &sharedEnv{name: "kubeflow", opts: topology.Options{Workers: 2, Kueue: topology.KueueOptions{
 		GCInterval: dur(0),
-		Integrations: []string{topology.IntegrationBatchJob, topology.IntegrationJobSet, topology.IntegrationRayJob, topology.IntegrationRayCluster,
+		Integrations: []string{topology.IntegrationBatchJob, topology.IntegrationJobSet, topology.IntegrationRayJob, topology.IntegrationRayCluster, topology.IntegrationRayService,
 			topology.IntegrationPyTorchJob, topology.IntegrationTFJob, topology.IntegrationXGBoostJob, topology.IntegrationPaddleJob,
 			topology.IntegrationJAXJob, topology.IntegrationMPIJob, topology.IntegrationAppWrapper, topology.IntegrationTrainJob,
 			topology.IntegrationPod, topology.IntegrationDeployment, topology.IntegrationStatefulSet, topology.IntegrationLeaderWorkerSet},

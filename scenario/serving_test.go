@@ -53,31 +53,56 @@ func TestLeaderWorkerSetRunsOnOneWorkerItsStatusNotCopied(t *testing.T) {
 // runs until it is deleted); once the manager's is deleted, its copy goes
 // too (NoOrphans).
 func TestRayClusterRunsOnOneWorkerItsStatusSynced(t *testing.T) {
-	env := kubeflow.get(t)
+	judgeRayServing(t, kubeflow.get(t), workload.NewRayCluster("rc", "default").Queue("user-queue").Requests("250m", "128Mi").Obj())
+}
+
+// TestRayServiceRunsOnOneWorkerItsStatusSynced does the same with a
+// RayService (its Ray cluster a head and one worker, one Serve
+// application): the worker's KubeRay makes its RayCluster, which carries
+// the RayService's labels (MultiKueue's origin among them) and is no
+// orphan; Ray Serve is the local topology's stand-in (every application of
+// the serve config RUNNING), and KubeRay calls the RayService Ready once its
+// serve Service has an endpoint (kube-controller-manager's EndpointSlice
+// controller counts the Ready pods KWOK runs).
+func TestRayServiceRunsOnOneWorkerItsStatusSynced(t *testing.T) {
+	judgeRayServing(t, kubeflow.get(t), workload.NewRayService("rs", "default").Queue("user-queue").Requests("250m", "128Mi").Obj())
+}
+
+// judgeRayServing submits obj, a KubeRay serving kind, and judges it with
+// every assertion; the manager's must come to show the copy's started
+// status, Finished must return the limitation, and once the manager's is
+// deleted NoOrphans must hold.
+func judgeRayServing(t *testing.T, env *scenario.Env, obj client.Object) {
 	ctx := context.Background()
-	rc := workload.NewRayCluster("rc", "default").Queue("user-queue").Requests("250m", "128Mi").Obj()
-	c := submitJudged(t, env, rc)
+	ref := servingRef(obj)
+	c := submitJudged(t, env, obj)
 	for _, a := range []struct {
 		name  string
 		check func(context.Context, client.Object) error
 	}{{"ExactlyOnceAdmitted", c.ExactlyOnceAdmitted}, {"NominationCleared", c.NominationCleared}, {"LosersCleaned", c.LosersCleaned}, {"StatusSynced", c.StatusSynced}} {
-		if err := a.check(ctx, rc); err != nil {
+		if err := a.check(ctx, obj); err != nil {
 			t.Errorf("%s: %v", a.name, err)
 		}
 	}
 	mgr := env.Topo.Manager
-	var got rayv1.RayCluster
-	if err := mgr.Client.Get(ctx, client.ObjectKeyFromObject(rc), &got); err != nil {
-		t.Fatalf("cluster %q: get RayCluster default/rc: %v", mgr.Name, err)
+	kind, _ := observe.JobKindOf(obj)
+	got, err := observe.NewJobObject(kind)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if got.Status.State != rayv1.Ready {
-		t.Errorf("cluster %q: RayCluster default/rc is %q after StatusSynced held, want %q (copied from the worker)", mgr.Name, got.Status.State, rayv1.Ready)
+	if err := mgr.Client.Get(ctx, client.ObjectKeyFromObject(obj), got); err != nil {
+		t.Fatalf("cluster %q: get %s: %v", mgr.Name, ref, err)
 	}
-	if err := c.Finished(ctx, rc); !assert.IsLimitation(err) {
+	if st, _ := observe.JobStateOf(got); !st.Started {
+		t.Errorf("cluster %q: %s is %s after StatusSynced held, want it started (copied from the worker)", mgr.Name, ref, st.Summary)
+	} else {
+		t.Logf("cluster %q: %s: %s", mgr.Name, ref, st.Summary)
+	}
+	if err := c.Finished(ctx, obj); !assert.IsLimitation(err) {
 		t.Errorf("Finished: want the documented limitation, got: %v", err)
 	}
-	if err := mgr.Client.Delete(ctx, rc, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
-		t.Fatalf("cluster %q: delete RayCluster default/rc: %v", mgr.Name, err)
+	if err := mgr.Client.Delete(ctx, obj, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
+		t.Fatalf("cluster %q: delete %s: %v", mgr.Name, ref, err)
 	}
 	if err := c.NoOrphans(ctx); err != nil {
 		t.Errorf("NoOrphans: %v", err)
@@ -94,28 +119,54 @@ func TestRayClusterRunsOnOneWorkerItsStatusSynced(t *testing.T) {
 // then changes the manager's status through the real API: StatusSynced must
 // name both statuses.
 func TestRayClusterStatusThatStopsFollowingFailsStatusSynced(t *testing.T) {
-	env := kubeflow.get(t)
-	ctx := context.Background()
 	rc := workload.NewRayCluster("rc-stale-status", "default").Queue("user-queue").Requests("250m", "128Mi").Obj()
-	c := submitJudged(t, env, rc)
-	if err := c.StatusSynced(ctx, rc); err != nil {
+	statusStopsFollowing(t, kubeflow.get(t), rc, "rayclusters/status", func(obj client.Object) {
+		got := obj.(*rayv1.RayCluster)
+		got.Status.DesiredWorkerReplicas, got.Status.ReadyWorkerReplicas = 7, 7
+	}, "readyWorkers=7 desiredWorkers=7", "readyWorkers=1 desiredWorkers=1")
+}
+
+// TestRayServiceStatusThatStopsFollowingFailsStatusSynced does the same
+// with a RayService: its manager's serve endpoint count changed by hand.
+func TestRayServiceStatusThatStopsFollowingFailsStatusSynced(t *testing.T) {
+	rs := workload.NewRayService("rs-stale-status", "default").Queue("user-queue").Requests("250m", "128Mi").Obj()
+	statusStopsFollowing(t, kubeflow.get(t), rs, "rayservices/status", func(obj client.Object) {
+		obj.(*rayv1.RayService).Status.NumServeEndpoints = 7
+	}, "endpoints=7", "endpoints=2")
+}
+
+// statusStopsFollowing submits obj, waits for its status to sync, has the
+// manager refuse Kueue's writes to its status (resource), changes the
+// manager's status with change through the real API and checks that
+// StatusSynced names both statuses: the manager's (changed) and the
+// worker's (workerHas).
+func statusStopsFollowing(t *testing.T, env *scenario.Env, obj client.Object, resource string, change func(client.Object), changed, workerHas string) {
+	t.Helper()
+	ctx := context.Background()
+	ref := servingRef(obj)
+	c := submitJudged(t, env, obj)
+	if err := c.StatusSynced(ctx, obj); err != nil {
 		t.Fatalf("healthy before the change: %v", err)
 	}
 	mgr := env.Topo.Manager
-	refuseStatusWrites(t, mgr, "kueue", "rayclusters/status", rc.Name)
-	var got rayv1.RayCluster
-	if err := mgr.Client.Get(ctx, client.ObjectKeyFromObject(rc), &got); err != nil {
-		t.Fatalf("cluster %q: get RayCluster default/rc-stale-status: %v", mgr.Name, err)
+	refuseStatusWrites(t, mgr, "kueue", resource, obj.GetName())
+	kind, _ := observe.JobKindOf(obj)
+	got, err := observe.NewJobObject(kind)
+	if err != nil {
+		t.Fatal(err)
 	}
-	orig := got.DeepCopy()
-	got.Status.DesiredWorkerReplicas, got.Status.ReadyWorkerReplicas = 7, 7
-	if err := mgr.Client.Status().Patch(ctx, &got, client.MergeFrom(orig)); err != nil {
-		t.Fatalf("cluster %q: patch RayCluster default/rc-stale-status's status: %v", mgr.Name, err)
+	if err := mgr.Client.Get(ctx, client.ObjectKeyFromObject(obj), got); err != nil {
+		t.Fatalf("cluster %q: get %s: %v", mgr.Name, ref, err)
 	}
-	err := poll.Until(ctx, 10*time.Second, "the Observer to record the manager's changed RayCluster status", func(context.Context) error {
-		evs, _ := env.Obs.History(observe.KindRayCluster, rc.Namespace, rc.Name)
+	orig := got.DeepCopyObject().(client.Object)
+	change(got)
+	if err := mgr.Client.Status().Patch(ctx, got, client.MergeFrom(orig)); err != nil {
+		t.Fatalf("cluster %q: patch %s's status: %v", mgr.Name, ref, err)
+	}
+	err = poll.Until(ctx, 10*time.Second, fmt.Sprintf("the Observer to record the manager's changed %s status", kind), func(context.Context) error {
+		evs, _ := env.Obs.History(kind, obj.GetNamespace(), obj.GetName())
 		for _, e := range evs {
-			if e.Cluster == mgr.Name && e.Type == observe.JobStatus && strings.Contains(e.Detail, "readyWorkers=7") {
+			if e.Cluster == mgr.Name && e.Type == observe.JobStatus && strings.Contains(e.Detail, changed) {
 				return nil
 			}
 		}
@@ -125,8 +176,8 @@ func TestRayClusterStatusThatStopsFollowingFailsStatusSynced(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Timeout = 20 * time.Second
-	err = c.StatusSynced(ctx, rc)
-	failsNaming(t, err, "StatusSynced failed", "RayCluster default/rc-stale-status", `cluster "`+mgr.Name+`"`, "readyWorkers=7 desiredWorkers=7", "readyWorkers=1 desiredWorkers=1")
+	err = c.StatusSynced(ctx, obj)
+	failsNaming(t, err, "StatusSynced failed", ref, `cluster "`+mgr.Name+`"`, changed, workerHas)
 }
 
 // refuseStatusWrites has cluster c's API server refuse user's writes to

@@ -107,10 +107,10 @@ const (
 // Integration names: Kueue's framework names of the job kinds MultiKueue
 // dispatches (TestIntegrationNamesAreKueues checks them against Kueue's).
 // The local topology runs the controllers of batch/Job, JobSet, RayJob,
-// RayCluster, the Kubeflow training jobs (PyTorchJob, TFJob, XGBoostJob,
-// PaddleJob, JAXJob), the MPIJob, the TrainJob (with JobSet), the AppWrapper,
-// the pod, Deployment and StatefulSet integrations and the LeaderWorkerSet;
-// RayService's builder is in package workload.
+// RayCluster, RayService, the Kubeflow training jobs (PyTorchJob, TFJob,
+// XGBoostJob, PaddleJob, JAXJob), the MPIJob, the TrainJob (with JobSet), the
+// AppWrapper, the pod, Deployment and StatefulSet integrations and the
+// LeaderWorkerSet: every kind MultiKueue dispatches.
 const (
 	IntegrationBatchJob        = "batch/job"
 	IntegrationJobSet          = "jobset.x-k8s.io/jobset"

@@ -176,6 +176,7 @@ func TestBuildersReportBadInputNamingTheField(t *testing.T) {
 		"RayJob RunFor":             workload.NewRayJob("j", "ns").RunFor(-time.Second).Err(),
 		"RayJob Requests":           workload.NewRayJob("j", "ns").Requests("??", "").Err(),
 		"RayService WorkerReplicas": workload.NewRayService("j", "ns").WorkerReplicas(-2).Err(),
+		"RayService ServeConfig":    workload.NewRayService("j", "ns").ServeConfig("").Err(),
 	} {
 		field := strings.Fields(name)[len(strings.Fields(name))-1]
 		if field == "mem" {
@@ -244,6 +245,9 @@ func TestKindSpecificDefaults(t *testing.T) {
 	rs := workload.NewRayService("r", "ns").Queue("q").Obj()
 	if rs.Spec.RayClusterSpec.Suspend == nil || !*rs.Spec.RayClusterSpec.Suspend || rs.Labels[workload.QueueLabel] != "q" {
 		t.Errorf("RayService cluster suspend %v, labels %v", rs.Spec.RayClusterSpec.Suspend, rs.Labels)
+	}
+	if rs.Spec.ServeConfigV2 != workload.DefaultServeConfig {
+		t.Errorf("RayService serveConfigV2 %q, want DefaultServeConfig", rs.Spec.ServeConfigV2)
 	}
 }
 

@@ -302,8 +302,10 @@ func (b *RayClusterBuilder) Obj() *rayv1.RayCluster {
 // as Kueue expects; Kueue's webhook sets managedBy on the manager. It needs
 // the topology's RayService integration (topology.IntegrationRayService).
 // Like a RayCluster it has no run duration or outcome: it serves until it
-// is deleted. Its serve config is empty (no Serve application), so the
-// KubeRay operator only keeps the cluster up.
+// is deleted. Its serve config (spec.serveConfigV2) is DefaultServeConfig,
+// one Serve application of one deployment, unless ServeConfig sets another:
+// KubeRay calls a RayService ready only once Ray Serve reports every
+// application RUNNING (and one at least), so an empty config never is.
 type RayServiceBuilder struct {
 	badInput
 	rs      rayv1.RayService
@@ -317,6 +319,7 @@ func NewRayService(name, namespace string) *RayServiceBuilder {
 		rs: rayv1.RayService{
 			TypeMeta:   metav1.TypeMeta{APIVersion: rayv1.GroupVersion.String(), Kind: "RayService"},
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: map[string]string{}, Annotations: map[string]string{}},
+			Spec:       rayv1.RayServiceSpec{ServeConfigV2: DefaultServeConfig},
 		},
 		cluster: newRayCluster(),
 	}
@@ -343,6 +346,28 @@ func (b *RayServiceBuilder) WorkerReplicas(n int32) *RayServiceBuilder {
 // Image sets the Ray image of the head and worker pods (default
 // DefaultRayImage).
 func (b *RayServiceBuilder) Image(image string) *RayServiceBuilder { b.cluster.image = image; return b }
+
+// DefaultServeConfig is NewRayService's serve config: Ray Serve's
+// multi-application config of one application, "echo", of one deployment.
+const DefaultServeConfig = `applications:
+  - name: echo
+    import_path: echo:app
+    route_prefix: /
+    deployments:
+      - name: Echo
+        num_replicas: 1
+`
+
+// ServeConfig sets the RayService's Ray Serve config (spec.serveConfigV2,
+// YAML); "" is reported by Err.
+func (b *RayServiceBuilder) ServeConfig(yaml string) *RayServiceBuilder {
+	if yaml == "" {
+		b.fail("ServeConfig", "empty: KubeRay calls a RayService ready only once Ray Serve runs an application")
+	} else {
+		b.rs.Spec.ServeConfigV2 = yaml
+	}
+	return b
+}
 
 // Label sets a label on the RayService.
 func (b *RayServiceBuilder) Label(k, v string) *RayServiceBuilder { b.rs.Labels[k] = v; return b }

@@ -39,6 +39,7 @@ const (
 	kcmDeployment       = "deployment-controller"
 	kcmReplicaSet       = "replicaset-controller"
 	kcmStatefulSet      = "statefulset-controller"
+	kcmEndpointSlice    = "endpointslice-controller"
 )
 
 // kcmUser is kube-controller-manager's client identity (its real user name),
@@ -71,7 +72,8 @@ func kcmControllers(jobs bool, builtin []string) []string {
 
 // builtinControllers are the kube-controller-manager controllers the
 // built-in serving kinds among integrations need (and the StatefulSets a
-// LeaderWorkerSet's controller makes).
+// LeaderWorkerSet's controller makes, the EndpointSlices of a RayService's
+// serve Service).
 func builtinControllers(integrations []string) []string {
 	var out []string
 	if slices.Contains(integrations, topology.IntegrationDeployment) {
@@ -80,6 +82,11 @@ func builtinControllers(integrations []string) []string {
 	// A LeaderWorkerSet's groups are StatefulSets.
 	if slices.Contains(integrations, topology.IntegrationStatefulSet) || slices.Contains(integrations, topology.IntegrationLeaderWorkerSet) {
 		out = append(out, kcmStatefulSet)
+	}
+	// KubeRay calls a RayService ready once its serve Service has a ready
+	// endpoint, which it counts in the Service's EndpointSlices.
+	if slices.Contains(integrations, topology.IntegrationRayService) {
+		out = append(out, kcmEndpointSlice)
 	}
 	return out
 }

@@ -66,6 +66,8 @@ func crdSources(integrations []string, clusterProfiles, kueueV1beta1, operators 
 			ray = append(ray, "ray.io_rayjobs.yaml", "ray.io_rayclusters.yaml")
 		case topology.IntegrationRayCluster:
 			ray = append(ray, "ray.io_rayclusters.yaml")
+		case topology.IntegrationRayService:
+			ray = append(ray, "ray.io_rayservices.yaml", "ray.io_rayclusters.yaml")
 		}
 	}
 	if len(ray) > 0 {

@@ -15,9 +15,10 @@ func TestRunnableIntegrations(t *testing.T) {
 	if err := runnableIntegrations(ok); err != nil {
 		t.Errorf("runnableIntegrations(%q) = %v", ok, err)
 	}
-	err := runnableIntegrations([]string{topology.IntegrationBatchJob, topology.IntegrationRayService})
-	if err == nil || !strings.Contains(err.Error(), "Integrations[1]") || !strings.Contains(err.Error(), topology.IntegrationRayService) {
-		t.Errorf("runnableIntegrations with RayService = %v, want an error naming Integrations[1] and %q", err, topology.IntegrationRayService)
+	const unknown = "example.com/somejob"
+	err := runnableIntegrations([]string{topology.IntegrationBatchJob, unknown})
+	if err == nil || !strings.Contains(err.Error(), "Integrations[1]") || !strings.Contains(err.Error(), unknown) {
+		t.Errorf("runnableIntegrations with %s = %v, want an error naming Integrations[1] and %q", unknown, err, unknown)
 	}
 	// A TrainJob runs as a JobSet: without the JobSet integration it is
 	// refused, naming what it needs.

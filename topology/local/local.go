@@ -610,7 +610,7 @@ const (
 func runnableIntegrations(integrations []string) error {
 	for i, in := range integrations {
 		switch in {
-		case topology.IntegrationBatchJob, topology.IntegrationJobSet, topology.IntegrationRayJob, topology.IntegrationRayCluster,
+		case topology.IntegrationBatchJob, topology.IntegrationJobSet, topology.IntegrationRayJob, topology.IntegrationRayCluster, topology.IntegrationRayService,
 			topology.IntegrationPod, topology.IntegrationDeployment, topology.IntegrationStatefulSet, topology.IntegrationLeaderWorkerSet:
 		default:
 			if _, ok := kubeflowScheme(in); ok || in == topology.IntegrationMPIJob || in == topology.IntegrationAppWrapper {
@@ -634,7 +634,7 @@ func runnableIntegrations(integrations []string) error {
 
 // runnable are the integrations whose controllers the local topology runs.
 func runnable() []string {
-	return []string{topology.IntegrationBatchJob, topology.IntegrationJobSet, topology.IntegrationRayJob, topology.IntegrationRayCluster,
+	return []string{topology.IntegrationBatchJob, topology.IntegrationJobSet, topology.IntegrationRayJob, topology.IntegrationRayCluster, topology.IntegrationRayService,
 		topology.IntegrationPyTorchJob, topology.IntegrationTFJob, topology.IntegrationXGBoostJob, topology.IntegrationPaddleJob, topology.IntegrationJAXJob,
 		topology.IntegrationMPIJob, topology.IntegrationAppWrapper, topology.IntegrationTrainJob,
 		topology.IntegrationPod, topology.IntegrationDeployment, topology.IntegrationStatefulSet, topology.IntegrationLeaderWorkerSet}
@@ -643,7 +643,7 @@ func runnable() []string {
 // isRayIntegration reports whether a Kueue integration is one of KubeRay's
 // kinds.
 func isRayIntegration(in string) bool {
-	return in == topology.IntegrationRayJob || in == topology.IntegrationRayCluster
+	return in == topology.IntegrationRayJob || in == topology.IntegrationRayCluster || in == topology.IntegrationRayService
 }
 
 func hasCRD(crds []*apiextensionsv1.CustomResourceDefinition, name string) bool {

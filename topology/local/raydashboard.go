@@ -16,13 +16,21 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/multikueue-testkit/testkit/topology"
 )
 
-// rayDashboardPort is the head Service's dashboard port (KubeRay's
-// DefaultDashboardPort).
-const rayDashboardPort = "8265"
+// Ports and paths of Ray that KubeRay calls: the head Service's dashboard
+// (KubeRay's DefaultDashboardPort), its Serve applications API
+// (dashboardclient.ServeDetailsPath) and the Serve proxy's health check on
+// a pod (DefaultServingPort, RayServeProxyHealthPath).
+const (
+	rayDashboardPort         = "8265"
+	rayServeApplicationsPath = "/api/serve/applications/"
+	rayServeProxyPort        = "8000"
+	rayServeProxyHealthPath  = "/-/healthz"
+)
 
 // rayHead stands for the Ray dashboards of one worker's RayCluster head
 // pods: an HTTP proxy, on loopback, that the KubeRay operator's plain-HTTP
@@ -37,6 +45,12 @@ const rayDashboardPort = "8265"
 // the outcome annotation Failed. A RayJob without a submitter Job (HTTPMode)
 // runs for its run-duration annotation from its status.startTime. Job
 // submissions, stops and deletions are acknowledged; logs are empty.
+//
+// For a RayService's cluster it plays Ray Serve too: every application of
+// the RayService's serve config runs (RUNNING, its deployments HEALTHY), a
+// config PUT is acknowledged, and a Serve proxy's health check on a pod
+// (http://<pod IP>:8000/-/healthz, also proxied) passes while the pod is
+// Ready. No Serve traffic is answered.
 type rayHead struct {
 	cluster string
 	client  client.Client
@@ -75,11 +89,17 @@ func (h *rayHead) close() error {
 	return h.srv.Shutdown(ctx)
 }
 
-// ServeHTTP answers a proxied dashboard request.
+// ServeHTTP answers a proxied dashboard request, or a Ray Serve proxy's
+// health check.
 func (h *rayHead) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	host, port, err := net.SplitHostPort(r.Host)
+	if err == nil && port == rayServeProxyPort {
+		h.proxyHealth(w, r, host)
+		return
+	}
 	if err != nil || port != rayDashboardPort {
-		http.Error(w, fmt.Sprintf("cluster %q: no route to %s (only Ray head dashboards, port %s, are reachable)", h.cluster, r.Host, rayDashboardPort), http.StatusBadGateway)
+		http.Error(w, fmt.Sprintf("cluster %q: no route to %s (only Ray head dashboards, port %s, and Serve proxies' health, port %s, are reachable)",
+			h.cluster, r.Host, rayDashboardPort, rayServeProxyPort), http.StatusBadGateway)
 		return
 	}
 	parts := strings.Split(host, ".")
@@ -90,6 +110,18 @@ func (h *rayHead) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rc, err := h.rayCluster(r.Context(), parts[1], parts[0])
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	if r.URL.Path == rayServeApplicationsPath {
+		switch r.Method {
+		case http.MethodGet:
+			details, err := h.serveDetails(r.Context(), rc)
+			reply(w, details, err)
+		case http.MethodPut:
+			reply(w, map[string]string{}, nil)
+		default:
+			http.NotFound(w, r)
+		}
 		return
 	}
 	id, rest, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/api/jobs/"), "/")
@@ -195,6 +227,73 @@ func (h *rayHead) jobInfo(ctx context.Context, rc *rayv1.RayCluster, jobID strin
 		info.JobStatus, info.Message = rayv1.JobStatusSucceeded, "Job finished successfully."
 	}
 	return info, nil
+}
+
+// serveDetails is Ray Serve's answer for RayCluster rc: for a RayService's
+// cluster, every application of the RayService's serve config (read at the
+// request, so a config MultiKueue forwards from the manager is what Serve
+// runs) RUNNING with each of its deployments HEALTHY; for any other cluster,
+// no application.
+func (h *rayHead) serveDetails(ctx context.Context, rc *rayv1.RayCluster) (*utiltypes.ServeDetails, error) {
+	details := &utiltypes.ServeDetails{Applications: map[string]utiltypes.ServeApplicationDetails{}, DeployMode: "MULTI_APP"}
+	owner := metav1.GetControllerOf(rc)
+	if owner == nil || owner.Kind != "RayService" {
+		return details, nil
+	}
+	rs := &rayv1.RayService{}
+	if err := h.client.Get(ctx, client.ObjectKey{Namespace: rc.Namespace, Name: owner.Name}, rs); err != nil {
+		return nil, fmt.Errorf("cluster %q: RayCluster %s/%s's RayService: %w", h.cluster, rc.Namespace, rc.Name, err)
+	}
+	var cfg struct {
+		Applications []struct {
+			Name        string `json:"name"`
+			RoutePrefix string `json:"route_prefix"`
+			Deployments []struct {
+				Name string `json:"name"`
+			} `json:"deployments"`
+		} `json:"applications"`
+	}
+	if err := yaml.Unmarshal([]byte(rs.Spec.ServeConfigV2), &cfg); err != nil {
+		return nil, fmt.Errorf("cluster %q: RayService %s/%s: spec.serveConfigV2: %w", h.cluster, rs.Namespace, rs.Name, err)
+	}
+	for _, app := range cfg.Applications {
+		a := utiltypes.ServeApplicationDetails{
+			ServeApplicationStatus: utiltypes.ServeApplicationStatus{Name: app.Name, Status: rayv1.ApplicationStatusEnum.RUNNING},
+			RoutePrefix:            app.RoutePrefix,
+			Deployments:            map[string]utiltypes.ServeDeploymentDetails{},
+		}
+		for _, d := range app.Deployments {
+			a.Deployments[d.Name] = utiltypes.ServeDeploymentDetails{ServeDeploymentStatus: utiltypes.ServeDeploymentStatus{Name: d.Name, Status: rayv1.DeploymentStatusEnum.HEALTHY}}
+		}
+		details.Applications[app.Name] = a
+	}
+	return details, nil
+}
+
+// proxyHealth answers a Ray Serve proxy's health check on pod address ip:
+// healthy when a Ray pod of that address is Ready.
+func (h *rayHead) proxyHealth(w http.ResponseWriter, r *http.Request, ip string) {
+	if r.URL.Path != rayServeProxyHealthPath {
+		http.NotFound(w, r)
+		return
+	}
+	var pods corev1.PodList
+	if err := h.client.List(r.Context(), &pods, client.HasLabels{"ray.io/cluster"}); err != nil {
+		http.Error(w, fmt.Sprintf("cluster %q: list Ray pods: %v", h.cluster, err), http.StatusServiceUnavailable)
+		return
+	}
+	for _, p := range pods.Items {
+		if p.Status.PodIP != ip {
+			continue
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+				_, _ = w.Write([]byte("success"))
+				return
+			}
+		}
+	}
+	http.Error(w, fmt.Sprintf("cluster %q: no Ready Ray pod has the address %s", h.cluster, ip), http.StatusServiceUnavailable)
 }
 
 // jobFinishedAt is when a Job got its Complete or Failed condition, nil if
