@@ -25,8 +25,10 @@
 // Uninstall deletes Kueue's CRDs (the chart keeps them in templates/, so
 // they belong to the release) and with them every Kueue object on the
 // cluster. JobSet's CRD is in its chart's crds/ directory: Helm installs it
-// once and never upgrades or deletes it. KubeRay's operator chart is not in
-// its Go module; see ErrNoKubeRayChart.
+// once and never upgrades or deletes it. The training-operator, the MPI
+// operator, the AppWrapper controller and KubeRay ship no chart in their
+// modules, but a kustomization: kustomize renders it into a chart in memory
+// (CRDs in crds/), which Helm installs like the others.
 //
 // Helm reaches the cluster through the cluster's rest.Config in memory; no
 // kubeconfig is written. This package does not import topology/local, so it

@@ -15,8 +15,10 @@ import (
 	"github.com/multikueue-testkit/testkit/topology"
 )
 
-// OperatorOptions say what job operator to install from its chart and how
-// (JobSet, LeaderWorkerSet, the Kubeflow Trainer).
+// OperatorOptions say what job operator to install and how: from its
+// chart (JobSet, LeaderWorkerSet, the Kubeflow Trainer) or, where its
+// module ships none, from its kustomization rendered into one (the
+// training-operator, the MPI operator, the AppWrapper controller, KubeRay).
 type OperatorOptions struct {
 	// Namespace of the release and the controller; default the operator's
 	// ("jobset-system", "lws-system", "kubeflow-system").
@@ -67,6 +69,10 @@ type operator struct {
 	image string
 	// values are the chart values for the release name, image and replicas.
 	values func(name string, img Image, replicas int64) map[string]any
+	// kustomize, for an operator whose module ships no chart, renders the
+	// chart from the module's kustomization (its image, namespace and
+	// replicas set there; no values).
+	kustomize *kustomization
 }
 
 type operatorPlan struct {
@@ -90,9 +96,25 @@ func planOperator(ctx context.Context, op operator, opts OperatorOptions) (*oper
 	if opts.Replicas < 0 {
 		return nil, fmt.Errorf("install: %s.Replicas: %d is negative", op.field, opts.Replicas)
 	}
+	timeout := cmp.Or(opts.Timeout, DefaultTimeout)
+	if op.kustomize != nil && opts.Chart == "" {
+		if len(opts.Values) > 0 {
+			return nil, fmt.Errorf("install: %s.Values: the %s's manifests are a kustomization, which takes no values (set Image, Replicas or Namespace)", op.field, op.kind)
+		}
+		img := opts.Image
+		img.PullPolicy = cmp.Or(img.PullPolicy, "IfNotPresent")
+		ch, err := op.kustomize.chart(ctx, op.chart.name, ns, img, int64(cmp.Or(opts.Replicas, 1)))
+		if err != nil {
+			return nil, err
+		}
+		return &operatorPlan{op: op, chart: ch, name: name, ns: ns, values: map[string]any{}, timeout: timeout}, nil
+	}
 	ch, err := op.chart.load(ctx, chartRef{opts.Chart, opts.ChartPlainHTTP})
 	if err != nil {
 		return nil, err
+	}
+	if op.values == nil {
+		return &operatorPlan{op: op, chart: ch, name: name, ns: ns, values: opts.Values, timeout: timeout}, nil
 	}
 	img := opts.Image
 	img.Repository = cmp.Or(img.Repository, op.image)
@@ -100,7 +122,7 @@ func planOperator(ctx context.Context, op operator, opts OperatorOptions) (*oper
 	img.PullPolicy = cmp.Or(img.PullPolicy, "IfNotPresent")
 	values := op.values(name, img, int64(cmp.Or(opts.Replicas, 1)))
 	mergeValues(values, opts.Values)
-	return &operatorPlan{op: op, chart: ch, name: name, ns: ns, values: values, timeout: cmp.Or(opts.Timeout, DefaultTimeout)}, nil
+	return &operatorPlan{op: op, chart: ch, name: name, ns: ns, values: values, timeout: timeout}, nil
 }
 
 // renderOperator renders op's chart offline, CRDs included.

@@ -371,9 +371,86 @@ func TestRenderOperators(t *testing.T) {
 	}
 }
 
-func TestKubeRayHasNoChart(t *testing.T) {
-	if err := install.KubeRay(context.Background()); err != install.ErrNoKubeRayChart {
-		t.Fatalf("KubeRay: %v, want ErrNoKubeRayChart", err)
+// TestRenderKustomizedOperators renders the training-operator, the MPI
+// operator, the AppWrapper controller and KubeRay from their pinned
+// modules' kustomizations: the CRDs, the images the modules name (the
+// AppWrapper's tagged with its module version), no Namespace object (Helm
+// makes the release's), every namespaced object in the asked namespace,
+// Image and Replicas applied, Values and a bad namespace refused naming the
+// field.
+func TestRenderKustomizedOperators(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name   string
+		render func(context.Context, install.OperatorOptions) (*install.OperatorRender, error)
+		crds   []string
+		image  string
+		field  string
+	}{
+		{"training-operator", install.RenderTrainingOperator, []string{"pytorchjobs.kubeflow.org", "tfjobs.kubeflow.org", "xgboostjobs.kubeflow.org", "paddlejobs.kubeflow.org", "jaxjobs.kubeflow.org"},
+			"ghcr.io/kubeflow/training-v1/training-operator:v1-d6eb98e", "TrainingOperatorOptions"},
+		{"MPI operator", install.RenderMPIOperator, []string{"mpijobs.kubeflow.org"}, "mpioperator/mpi-operator:0.8.2", "MPIOperatorOptions"},
+		{"AppWrapper", install.RenderAppWrapper, []string{"appwrappers.workload.codeflare.dev"}, "quay.io/ibm/appwrapper:v1.2.2", "AppWrapperOptions"},
+		{"KubeRay", install.RenderKubeRay, []string{"rayclusters.ray.io", "rayjobs.ray.io", "rayservices.ray.io"}, "quay.io/kuberay/operator:v1.6.2", "KubeRayOptions"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			start := time.Now()
+			r, err := tc.render(ctx, install.OperatorOptions{Namespace: "ops"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("rendered %s in %s: %d objects: %s", r.Chart, time.Since(start).Round(time.Millisecond), len(r.Objects), countKinds(r.Objects))
+			for _, crd := range tc.crds {
+				find(t, r.Objects, "CustomResourceDefinition", crd)
+			}
+			var images []string
+			for _, o := range r.Objects {
+				switch {
+				case tc.name == "training-operator" && o.GetKind() == "CustomResourceDefinition" && o.GetName() == "mpijobs.kubeflow.org":
+					t.Errorf("the training-operator's MPIJob v1 CRD rendered: it would take the MPI operator's CRD name")
+				case o.GetKind() == "Namespace":
+					t.Errorf("Namespace %s rendered: Helm makes the release's", o.GetName())
+				case o.GetNamespace() != "" && o.GetNamespace() != "ops":
+					t.Errorf("%s %s/%s rendered outside the asked namespace", o.GetKind(), o.GetNamespace(), o.GetName())
+				case o.GetKind() == "Deployment":
+					d := &appsv1.Deployment{}
+					if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, d); err != nil {
+						t.Fatal(err)
+					}
+					if d.Spec.Replicas == nil || *d.Spec.Replicas != 1 {
+						t.Errorf("Deployment %s: replicas %v, want 1", d.Name, d.Spec.Replicas)
+					}
+					images = append(images, d.Spec.Template.Spec.Containers[0].Image+" "+string(d.Spec.Template.Spec.Containers[0].ImagePullPolicy))
+					if args := strings.Join(d.Spec.Template.Spec.Containers[0].Args, " "); tc.name == "training-operator" && (strings.Contains(args, "mpijob") || !strings.Contains(args, "--enable-scheme=pytorchjob")) {
+						t.Errorf("training-operator args %q: want every scheme but MPIJob enabled", args)
+					}
+				}
+			}
+			if want := []string{tc.image + " IfNotPresent"}; !reflect.DeepEqual(images, want) {
+				t.Errorf("images %q, want %q", images, want)
+			}
+			r, err = tc.render(ctx, install.OperatorOptions{Image: install.Image{Repository: "mktk.local/op", Tag: "dev", PullPolicy: "Never"}, Replicas: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, o := range r.Objects {
+				if o.GetKind() == "Deployment" {
+					d := &appsv1.Deployment{}
+					if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, d); err != nil {
+						t.Fatal(err)
+					}
+					if c := d.Spec.Template.Spec.Containers[0]; c.Image != "mktk.local/op:dev" || c.ImagePullPolicy != "Never" || *d.Spec.Replicas != 2 {
+						t.Errorf("with Image and Replicas: %s %s, %d replicas", c.Image, c.ImagePullPolicy, *d.Spec.Replicas)
+					}
+				}
+			}
+			if _, err := tc.render(ctx, install.OperatorOptions{Values: map[string]any{"x": 1}}); err == nil || !strings.Contains(err.Error(), tc.field+".Values") {
+				t.Errorf("Values: %v, want an error naming %s.Values", err, tc.field)
+			}
+			if _, err := tc.render(ctx, install.OperatorOptions{Namespace: "Not_A_Name"}); err == nil || !strings.Contains(err.Error(), tc.field+".Namespace") {
+				t.Errorf("a bad namespace: %v, want an error naming %s.Namespace", err, tc.field)
+			}
+		})
 	}
 }
 

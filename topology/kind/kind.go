@@ -54,8 +54,9 @@
 // temporary directory; with kept or reused clusters it first deletes the
 // objects the topology created, as for existing clusters.
 //
-// Not supported: the Ray integrations (topology/install cannot install the
-// KubeRay operator, see install.ErrNoKubeRayChart), and the ClusterProfile
+// Not supported: the Ray integrations (install.KubeRay installs the
+// operator, but this provider builds no KubeRay image to load into the
+// nodes; see ErrNoKubeRayImage), and the ClusterProfile
 // connector's exec credentials plugin, which would have to be inside the
 // Kueue image.
 package kind

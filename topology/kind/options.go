@@ -1,6 +1,7 @@
 package kind
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -133,13 +134,19 @@ func (o Options) kindName(field, name string) (string, error) {
 	return kn, nil
 }
 
+// ErrNoKubeRayImage is why this provider refuses the Ray integrations:
+// install.KubeRay installs the operator from its module's kustomization, but
+// its image would have to be built here (no registry is reached) and loaded
+// into the nodes, which this provider does for Kueue and JobSet only.
+var ErrNoKubeRayImage = errors.New("kind: the KubeRay operator's image is not built by this provider (it builds the Kueue and JobSet images only); install KubeRay yourself with install.KubeRay and an image your nodes can pull, on clusters attached with topology/existing")
+
 // unsupportedIntegrations are Kueue integrations whose controller this
-// provider cannot install (see install.ErrNoKubeRayChart).
+// provider cannot run (ErrNoKubeRayImage).
 func unsupportedIntegrations(spec topology.Spec) error {
 	for i, in := range spec.Kueue.Integrations {
 		switch in {
-		case topology.IntegrationRayJob, topology.IntegrationRayCluster:
-			return fmt.Errorf("kind: topology.Options.Kueue.Integrations[%d]: %s needs the KubeRay operator on every cluster, which this provider cannot install: %w", i, in, install.ErrNoKubeRayChart)
+		case topology.IntegrationRayJob, topology.IntegrationRayCluster, topology.IntegrationRayService:
+			return fmt.Errorf("kind: topology.Options.Kueue.Integrations[%d]: %s needs the KubeRay operator on every cluster: %w", i, in, ErrNoKubeRayImage)
 		}
 	}
 	return nil

@@ -86,7 +86,7 @@ func TestNewRefusesBadInputFirst(t *testing.T) {
 		})
 	}
 	_, err := New(ctx, topology.Options{Workers: 1, Kueue: topology.KueueOptions{Integrations: []string{topology.IntegrationRayCluster}}}, Options{})
-	if !errors.Is(err, install.ErrNoKubeRayChart) {
-		t.Errorf("Ray integration: %v does not wrap install.ErrNoKubeRayChart", err)
+	if !errors.Is(err, ErrNoKubeRayImage) {
+		t.Errorf("Ray integration: %v does not wrap ErrNoKubeRayImage", err)
 	}
 }

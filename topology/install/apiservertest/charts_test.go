@@ -170,7 +170,7 @@ func TestChartsOnAPIServer(t *testing.T) {
 		}
 	})
 
-	t.Run("lws and trainer helm install, uninstall", func(t *testing.T) {
+	t.Run("operators helm install, uninstall", func(t *testing.T) {
 		for _, tc := range []struct {
 			name    string
 			install func(context.Context, *topology.Cluster, install.OperatorOptions) (*install.Release, error)
@@ -178,6 +178,10 @@ func TestChartsOnAPIServer(t *testing.T) {
 		}{
 			{"LWS", install.LWS, "lws-system", "leaderworkersets.leaderworkerset.x-k8s.io"},
 			{"Trainer", install.Trainer, "kubeflow-system", "trainjobs.trainer.kubeflow.org"},
+			{"MPI operator", install.MPIOperator, "mpi-operator", "mpijobs.kubeflow.org"},
+			{"training-operator", install.TrainingOperator, "kubeflow", "pytorchjobs.kubeflow.org"},
+			{"AppWrapper", install.AppWrapper, "appwrapper-system", "appwrappers.workload.codeflare.dev"},
+			{"KubeRay", install.KubeRay, "ray-system", "rayservices.ray.io"},
 		} {
 			opts := install.OperatorOptions{Timeout: 5 * time.Second, Progress: testlog.Writer(t)}
 			start := time.Now()
