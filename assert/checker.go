@@ -30,6 +30,13 @@ const MaxWaitFactor = 10
 // recorded. Reads go through the Observer's informer caches, so checking many
 // workloads costs no extra API requests (NoOrphans first brings the caches up
 // to the workers' API servers with one list per kind and worker).
+//
+// The per-job assertions take a job object of any kind the Observer knows,
+// or its manager Workload. A LeaderWorkerSet of several groups, which Kueue
+// admits as one Workload per group, is judged group by group by
+// ExactlyOnceAdmitted, NominationCleared, LosersCleaned and
+// PlacementRecorded: every group's Workload must pass, and since one copy
+// serves them all, a group placed on another worker fails.
 type Checker struct {
 	Topo *topology.Topology
 	Obs  *observe.Observer
@@ -117,10 +124,16 @@ func (c *Checker) resolve(ctx context.Context, obj client.Object) (target, error
 			wl = cur
 		}
 		t := target{namespace: wl.Namespace, workload: wl.Name, workloadUID: wl.UID}
+		// The job is the owner of a job kind other than Pod where there is
+		// one: Kueue's pod integration adds a group's pods as owners too (a
+		// LeaderWorkerSet group's Workload lists the LeaderWorkerSet and its
+		// pods); a pod group's Workload has pods only, and its last is taken.
 		for _, o := range wl.OwnerReferences {
-			if k := observe.Kind(o.Kind); observe.IsJobKind(k) {
-				t.job, t.jobUID, t.jobKind = o.Name, o.UID, k
+			k := observe.Kind(o.Kind)
+			if !observe.IsJobKind(k) || (k == observe.KindPod && t.job != "" && t.jobKind != observe.KindPod) {
+				continue
 			}
+			t.job, t.jobUID, t.jobKind = o.Name, o.UID, k
 		}
 		return t, nil
 	}

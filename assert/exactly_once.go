@@ -43,6 +43,9 @@ import (
 // several workers may reserve quota for their copies until MultiKueue picks
 // one; LosersCleaned judges their removal.
 func (c *Checker) ExactlyOnceAdmitted(ctx context.Context, job client.Object) error {
+	if ok, err := c.perGroup(ctx, "ExactlyOnceAdmitted", job, c.ExactlyOnceAdmitted); ok {
+		return err
+	}
 	t, err := c.resolveFor(ctx, "ExactlyOnceAdmitted", job)
 	if err != nil {
 		return err

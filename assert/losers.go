@@ -46,6 +46,9 @@ func (c *Checker) waitForAdmittedSaid() string {
 // It does not check the winner's copy (ExactlyOnceAdmitted does) nor the
 // cleanup after the workload finished (NoOrphans does).
 func (c *Checker) LosersCleaned(ctx context.Context, job client.Object) error {
+	if ok, err := c.perGroup(ctx, "LosersCleaned", job, c.LosersCleaned); ok {
+		return err
+	}
 	t, err := c.resolveFor(ctx, "LosersCleaned", job)
 	if err != nil {
 		return err

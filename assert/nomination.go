@@ -20,7 +20,9 @@ import (
 //
 //   - before each admission cycle, while the workload waited for dispatch,
 //     the list was populated; with the AllAtOnce dispatcher its first value
-//     named every worker whose MultiKueueCluster was Active at that moment;
+//     named every worker whose MultiKueueCluster was Active at that moment
+//     (for a group of a LeaderWorkerSet whose other group was already
+//     placed, only that group's worker, as MultiKueue nominates it);
 //   - from the moment status.clusterName is set until it is reset, the list is
 //     empty;
 //   - status.clusterName does not change within a cycle.
@@ -29,6 +31,9 @@ import (
 // the manager selected a worker. It does not check which worker was chosen
 // (ExactlyOnceAdmitted does) nor the rounds of the Incremental dispatcher.
 func (c *Checker) NominationCleared(ctx context.Context, job client.Object) error {
+	if ok, err := c.perGroup(ctx, "NominationCleared", job, c.NominationCleared); ok {
+		return err
+	}
 	t, err := c.resolveFor(ctx, "NominationCleared", job)
 	if err != nil {
 		return err
@@ -93,6 +98,12 @@ func (c *Checker) NominationCleared(ctx context.Context, job client.Object) erro
 			got := slices.Clone(first.values)
 			slices.Sort(got)
 			want := c.activeWorkersAt(first.at)
+			if sib := c.siblingCluster(ctx, t, first.at); sib != "" {
+				// MultiKueue nominates, whatever the dispatcher, only the
+				// worker a sibling component Workload (another group of a
+				// LeaderWorkerSet) is placed on: one copy serves them all.
+				want = []string{sib}
+			}
 			if !slices.Equal(got, want) {
 				problems = append(problems, fmt.Sprintf("cluster %q: cycle %d: AllAtOnce nominated [%s] at %s, want every Active worker [%s]%s",
 					mgr, i+1, strings.Join(got, ","), rel(first.at, t0), strings.Join(want, ","), c.assumed(topology.FactDispatcher)))
@@ -207,4 +218,39 @@ func neverPlaced(wl []observe.Event, mgr string, t target) error {
 			mgr, t, end.Format("15:04:05.000")))
 	}
 	return nil
+}
+
+// siblingCluster returns, for a component Workload (one of several Kueue
+// made for one job object: a LeaderWorkerSet's groups, marked with
+// AnnotationComponentIndex), the worker another of them was placed on by
+// at, as the manager recorded it; "" for any other Workload, or when none
+// was placed yet.
+func (c *Checker) siblingCluster(ctx context.Context, t target, at time.Time) string {
+	mgr := c.Topo.Manager.Name
+	if t.jobUID == "" {
+		return ""
+	}
+	wls, err := observe.WorkloadsOf(ctx, c.reader(mgr), t.namespace, t.jobUID)
+	if err != nil || len(wls) < 2 {
+		return ""
+	}
+	for _, wl := range wls {
+		if wl.Name == t.workload {
+			if _, ok := wl.Annotations[observe.AnnotationComponentIndex]; !ok {
+				return ""
+			}
+			continue
+		}
+		evs, _ := c.Obs.History(observe.KindWorkload, wl.Namespace, wl.Name)
+		on := ""
+		for _, e := range evs {
+			if e.Cluster == mgr && e.Type == observe.ClusterNameSet && !e.Time.After(at.Add(c.skew())) {
+				on = e.ClusterName()
+			}
+		}
+		if on != "" {
+			return on
+		}
+	}
+	return ""
 }

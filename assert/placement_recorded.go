@@ -24,6 +24,9 @@ import (
 // admitting it on the manager). The failure names the worker the remote job
 // ran on, read from the workers.
 func (c *Checker) PlacementRecorded(ctx context.Context, job client.Object) error {
+	if ok, err := c.perGroup(ctx, "PlacementRecorded", job, c.PlacementRecorded); ok {
+		return err
+	}
 	t, err := c.resolveFor(ctx, "PlacementRecorded", job)
 	if err != nil {
 		return err

@@ -80,6 +80,17 @@ func StatusNotCopied(k Kind) string {
 // UID (AnnotationOriginUID).
 func CopyServesWorkloads(k Kind) bool { return k == KindLeaderWorkerSet }
 
+// WorkloadCount returns how many Workloads Kueue makes for a job object as
+// read from a cluster: one per group for a LeaderWorkerSet (its
+// spec.replicas, 1 when unset, as Kueue defaults it), 1 for every other
+// kind.
+func WorkloadCount(obj client.Object) int {
+	if l, ok := obj.(*lwsv1.LeaderWorkerSet); ok && l.Spec.Replicas != nil {
+		return int(*l.Spec.Replicas)
+	}
+	return 1
+}
+
 // NeverFinishes reports whether a kind runs until it is deleted (a serving
 // kind): its Workload is never Finished.
 func NeverFinishes(k Kind) bool {

@@ -15,6 +15,7 @@ func TestLabelsAreKueues(t *testing.T) {
 	for _, tc := range []struct{ ours, kueues string }{
 		{LabelPrebuiltWorkload, controllerconstants.PrebuiltWorkloadLabel},
 		{LabelJobUID, controllerconstants.JobUIDLabel},
+		{AnnotationComponentIndex, controllerconstants.ComponentWorkloadIndexAnnotation},
 		{LabelManaged, kueueconstants.ManagedByKueueLabelKey},
 		{LabelPodGroup, podconstants.GroupNameLabel},
 		{PodAdmissionGate, podconstants.SchedulingGateName},

@@ -31,6 +31,10 @@ const (
 	// prebuilt-workload-name (a LeaderWorkerSet's one copy serves every
 	// group's Workload) and on a StatefulSet's; kept in Event.Labels.
 	AnnotationOriginUID = kueue.MultiKueueOriginUIDAnnotation
+	// AnnotationComponentIndex marks a Workload as one of several Kueue
+	// made for one job object (a LeaderWorkerSet's group index), which
+	// MultiKueue places on one worker.
+	AnnotationComponentIndex = "kueue.x-k8s.io/component-workload-index"
 )
 
 // FromMultiKueue reports whether labels mark an object as one MultiKueue

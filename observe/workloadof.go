@@ -19,6 +19,17 @@ import (
 // there is none yet the error says so; a caller waiting for it polls
 // WorkloadOf.
 func WorkloadOf(ctx context.Context, r client.Reader, namespace string, jobUID types.UID) (*kueue.Workload, error) {
+	wls, err := WorkloadsOf(ctx, r, namespace, jobUID)
+	if err != nil {
+		return nil, err
+	}
+	return &wls[0], nil
+}
+
+// WorkloadsOf is WorkloadOf for a job object Kueue admits as several
+// Workloads (a LeaderWorkerSet, one per group; see WorkloadCount): all of
+// them, oldest first. Where there is none yet the error says so.
+func WorkloadsOf(ctx context.Context, r client.Reader, namespace string, jobUID types.UID) ([]kueue.Workload, error) {
 	if jobUID == "" {
 		return nil, fmt.Errorf("no job UID to find the Workload of in namespace %s", namespace)
 	}
@@ -40,6 +51,6 @@ func WorkloadOf(ctx context.Context, r client.Reader, namespace string, jobUID t
 	if len(wls.Items) == 0 {
 		return nil, fmt.Errorf("no Workload labelled %s=%s or owned by it yet", LabelJobUID, jobUID)
 	}
-	slices.SortFunc(wls.Items, func(a, b kueue.Workload) int { return a.CreationTimestamp.Compare(b.CreationTimestamp.Time) })
-	return &wls.Items[0], nil
+	slices.SortStableFunc(wls.Items, func(a, b kueue.Workload) int { return a.CreationTimestamp.Compare(b.CreationTimestamp.Time) })
+	return wls.Items, nil
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
@@ -115,7 +116,7 @@ func TestMixedKindsAtOnce(t *testing.T) {
 	t.Logf("%d jobs of %d kinds at once in %s (ok=%t); per worker %v", len(res.Objects), len(kinds), time.Since(start).Round(time.Millisecond), ok, res.PerWorker())
 	judgeSubmitted(t, env, start, sts, "statefulset_multikueue_adapter.go", "replicas=1 ready=1")
 	judgeSubmitted(t, env, start, lws, "leaderworkerset_multikueue_adapter.go", "replicas=1 ready=1")
-	judgePodGroup(t, env, start, group)
+	judgePodGroup(t, env, start, group, corev1.PodSucceeded)
 }
 
 // TestJAXJobIsRefusedByTheWorkersKueue is a finding: Kueue v0.19.2 has a
@@ -199,14 +200,20 @@ func secondAdmissionFails(t *testing.T, env *scenario.Env, job client.Object) {
 	}
 	var wl kueue.Workload
 	err := poll.Until(ctx, time.Minute, fmt.Sprintf("the %s's manager Workload to get a clusterName", kind), func(ctx context.Context) error {
-		got, err := observe.WorkloadOf(ctx, mgr.Client, job.GetNamespace(), job.GetUID())
+		// The last Workload: a LeaderWorkerSet of several groups has one per
+		// group, and the violation is built on a group beyond the first.
+		wls, err := observe.WorkloadsOf(ctx, mgr.Client, job.GetNamespace(), job.GetUID())
 		if err != nil {
 			return err
 		}
+		if n := observe.WorkloadCount(job); len(wls) < n {
+			return fmt.Errorf("%d of %d Workloads", len(wls), n)
+		}
+		got := wls[len(wls)-1]
 		if got.Status.ClusterName == nil {
 			return errors.New("not placed yet")
 		}
-		wl = *got
+		wl = got
 		return nil
 	})
 	if err != nil {

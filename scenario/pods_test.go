@@ -36,7 +36,7 @@ func TestPodGroupRunsOnOneWorker(t *testing.T) {
 	start := time.Now()
 	pods := workload.NewPodGroup("group", "default").Size(3).Queue("user-queue").Requests("250m", "128Mi").RunFor(2 * time.Second).Objs()
 	submitPodGroup(t, env, pods)
-	judgePodGroup(t, env, start, pods)
+	judgePodGroup(t, env, start, pods, corev1.PodSucceeded)
 	c := *env.Check
 	c.Since = start
 	if err := c.NoOrphans(context.Background()); err != nil {
@@ -58,9 +58,26 @@ func submitPodGroup(t *testing.T, env *scenario.Env, pods []*corev1.Pod) {
 	}
 }
 
+// TestPodGroupFails submits a pod group of two whose pods both fail (marked
+// unretriable in the group, so Kueue ends it): every pod is judged with the
+// per-job assertions, Finished among them, and the manager's pods must end
+// Failed, their copies' status, all on one worker.
+func TestPodGroupFails(t *testing.T) {
+	env := kubeflow.get(t)
+	start := time.Now()
+	b := workload.NewPodGroup("group-failing", "default").Queue("user-queue").Requests("250m", "128Mi").Fails()
+	pods := b.Objs()
+	if err := b.Err(); err != nil {
+		t.Fatal(err)
+	}
+	submitPodGroup(t, env, pods)
+	judgePodGroup(t, env, start, pods, corev1.PodFailed)
+}
+
 // judgePodGroup judges each pod of a group, submitted at since, with the
-// per-job assertions, and checks that every pod ran on one worker.
-func judgePodGroup(t *testing.T, env *scenario.Env, since time.Time, pods []*corev1.Pod) {
+// per-job assertions, and checks that every pod ended in phase want (on
+// the manager, its copy's status) after running on one worker.
+func judgePodGroup(t *testing.T, env *scenario.Env, since time.Time, pods []*corev1.Pod, want corev1.PodPhase) {
 	t.Helper()
 	ctx := context.Background()
 	c := *env.Check
@@ -79,19 +96,19 @@ func judgePodGroup(t *testing.T, env *scenario.Env, since time.Time, pods []*cor
 		}
 		evs, _ := env.Obs.History(observe.KindPod, p.Namespace, p.Name)
 		for _, e := range evs {
-			if e.Type == observe.JobSucceeded && e.Cluster != env.Topo.Manager.Name {
+			if (e.Type == observe.JobSucceeded || e.Type == observe.JobFailed) && e.Cluster != env.Topo.Manager.Name {
 				ranOn[e.Cluster] = true
 			}
 		}
 		var got corev1.Pod
 		if err := env.Topo.Manager.Client.Get(ctx, client.ObjectKeyFromObject(p), &got); err != nil {
 			t.Errorf("cluster %q: read %s: %v", env.Topo.Manager.Name, ref, err)
-		} else if got.Status.Phase != corev1.PodSucceeded {
-			t.Errorf("cluster %q: %s is %s, want Succeeded (its copy's status)", env.Topo.Manager.Name, ref, got.Status.Phase)
+		} else if got.Status.Phase != want {
+			t.Errorf("cluster %q: %s is %s, want %s (its copy's status)", env.Topo.Manager.Name, ref, got.Status.Phase, want)
 		}
 	}
 	if len(ranOn) != 1 {
-		t.Errorf("the group's pods succeeded on %d workers (%v), want all on one", len(ranOn), ranOn)
+		t.Errorf("the group's pods ended on %d workers (%v), want all on one", len(ranOn), ranOn)
 	}
 }
 

@@ -44,6 +44,51 @@ func TestLeaderWorkerSetRunsOnOneWorkerItsStatusNotCopied(t *testing.T) {
 	judgeServing(t, kubeflow.get(t), lws, "leaderworkerset_multikueue_adapter.go", "replicas=1 ready=1")
 }
 
+// TestLeaderWorkerSetOfTwoGroupsRunsOnOneWorker does the same with a
+// LeaderWorkerSet of two groups, which Kueue admits as two Workloads: each
+// group's Workload is judged (admitted once, nomination cleared, losers
+// cleaned), and both must be placed on the one worker whose copy, with
+// both groups, runs them.
+func TestLeaderWorkerSetOfTwoGroupsRunsOnOneWorker(t *testing.T) {
+	env := kubeflow.get(t)
+	lws := workload.NewLeaderWorkerSet("lws-groups", "default").Queue("user-queue").Requests("250m", "128Mi").Replicas(2).Obj()
+	ctx := context.Background()
+	since := time.Now()
+	submitServing(t, env, lws)
+	c := *env.Check
+	c.Since = since
+	if err := c.ExactlyOnceAdmitted(ctx, lws); err != nil {
+		t.Fatalf("ExactlyOnceAdmitted: %v", err)
+	}
+	placed := map[string][]string{}
+	err := poll.Until(ctx, 30*time.Second, fmt.Sprintf("cluster %q: both groups' Workloads of LeaderWorkerSet %s/%s placed", env.Topo.Manager.Name, lws.Namespace, lws.Name), func(ctx context.Context) error {
+		wls, err := observe.WorkloadsOf(ctx, env.Topo.Manager.Client, lws.Namespace, lws.UID)
+		if err != nil {
+			return err
+		}
+		clear(placed)
+		n := 0
+		for _, wl := range wls {
+			if wl.Status.ClusterName != nil {
+				placed[*wl.Status.ClusterName] = append(placed[*wl.Status.ClusterName], wl.Name)
+				n++
+			}
+		}
+		if len(wls) != 2 || n != 2 {
+			return fmt.Errorf("%d Workloads, %d placed: %v", len(wls), n, placed)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(placed) != 1 {
+		t.Fatalf("cluster %q: the two groups' Workloads placed on %d workers (%v), want both on one", env.Topo.Manager.Name, len(placed), placed)
+	}
+	t.Logf("both groups' Workloads on one worker: %v", placed)
+	judgeSubmitted(t, env, since, lws, "leaderworkerset_multikueue_adapter.go", "replicas=2 ready=2")
+}
+
 // TestRayClusterRunsOnOneWorkerItsStatusSynced dispatches a RayCluster (a
 // head and one worker) through MultiKueue to workers that run the real
 // KubeRay operator, and judges it with every assertion: admitted exactly
@@ -297,15 +342,17 @@ func judgeSubmitted(t *testing.T, env *scenario.Env, since time.Time, obj client
 // TestServingKindWithASecondAdmissionFailsExactlyOnceAdmitted gives a
 // placed StatefulSet's, LeaderWorkerSet's and RayCluster's Workload an admitted
 // copy on the other worker for a moment, through the real API:
-// ExactlyOnceAdmitted must name it.
+// ExactlyOnceAdmitted must name it. For a LeaderWorkerSet of two groups the
+// copy is of the second group's Workload, asked about the LeaderWorkerSet.
 func TestServingKindWithASecondAdmissionFailsExactlyOnceAdmitted(t *testing.T) {
 	env := kubeflow.get(t)
 	for _, obj := range []client.Object{
 		workload.NewStatefulSet("sts-double", "default").Queue("user-queue").Requests("250m", "128Mi").Obj(),
 		workload.NewLeaderWorkerSet("lws-double", "default").Queue("user-queue").Requests("250m", "128Mi").Obj(),
+		workload.NewLeaderWorkerSet("lws-groups-double", "default").Queue("user-queue").Requests("250m", "128Mi").Replicas(2).Obj(),
 		workload.NewRayCluster("rc-double", "default").Queue("user-queue").Requests("250m", "128Mi").Obj(),
 	} {
-		t.Run(obj.GetObjectKind().GroupVersionKind().Kind, func(t *testing.T) { secondAdmissionFails(t, env, obj) })
+		t.Run(obj.GetName(), func(t *testing.T) { secondAdmissionFails(t, env, obj) })
 	}
 }
 

@@ -230,6 +230,14 @@ func TestKindSpecificDefaults(t *testing.T) {
 	if len(pods) != 3 || pods[2].Name != "g-2" || pods[0].Labels[workload.PodGroupNameLabel] != "g" || pods[1].Annotations[workload.PodGroupTotalCountAnnotation] != "3" {
 		t.Errorf("pod group: %d pods, %s %v %v", len(pods), pods[len(pods)-1].Name, pods[0].Labels, pods[1].Annotations)
 	}
+	if _, ok := pods[0].Annotations[workload.PodGroupRetriableAnnotation]; ok {
+		t.Errorf("a succeeding pod group's pod is marked unretriable: %v", pods[0].Annotations)
+	}
+	for _, p := range workload.NewPodGroup("g", "ns").Fails().Objs() {
+		if p.Annotations[workload.PodGroupRetriableAnnotation] != "false" {
+			t.Errorf("failing pod group's pod %s: annotations %v, want %s=false (else Kueue waits for a replacement)", p.Name, p.Annotations, workload.PodGroupRetriableAnnotation)
+		}
+	}
 	d := workload.NewDeployment("d", "ns").Queue("q").Replicas(2).Obj()
 	if d.Spec.Template.Spec.RestartPolicy != corev1.RestartPolicyAlways || !metav1HasLabels(d.Spec.Selector, d.Spec.Template.Labels) || d.Labels[workload.QueueLabel] != "q" {
 		t.Errorf("Deployment: restartPolicy %q, selector %v, template labels %v", d.Spec.Template.Spec.RestartPolicy, d.Spec.Selector, d.Spec.Template.Labels)

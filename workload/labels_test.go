@@ -14,6 +14,7 @@ func TestLabelsAreKueues(t *testing.T) {
 		{QueueLabel, constants.QueueLabel},
 		{PodGroupNameLabel, podconstants.GroupNameLabel},
 		{PodGroupTotalCountAnnotation, podconstants.GroupTotalCountAnnotation},
+		{PodGroupRetriableAnnotation, podconstants.RetriableInGroupAnnotationKey},
 		{PriorityClassLabel, constants.WorkloadPriorityClassLabel},
 	} {
 		if tc.ours != tc.kueues {

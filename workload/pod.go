@@ -16,6 +16,10 @@ import (
 const (
 	PodGroupNameLabel            = "kueue.x-k8s.io/pod-group-name"
 	PodGroupTotalCountAnnotation = "kueue.x-k8s.io/pod-group-total-count"
+	// PodGroupRetriableAnnotation set to "false" on a group's pods tells
+	// Kueue that a failed pod gets no replacement: once none is running, the
+	// group is finished. Without it Kueue waits for a replacement for good.
+	PodGroupRetriableAnnotation = "kueue.x-k8s.io/retriable-in-group"
 )
 
 // PodBuilder builds a plain Pod for Kueue's pod integration
@@ -56,7 +60,9 @@ func (b *PodBuilder) build(p *corev1.Pod) *corev1.Pod {
 // PodGroupBuilder builds a pod group: Size plain Pods "<name>-0" …
 // sharing the group-name label and the total-count annotation, which Kueue
 // admits as one workload and MultiKueue dispatches together. Each pod runs
-// as a PodBuilder's does.
+// as a PodBuilder's does; with Fails each exits 1 and carries
+// PodGroupRetriableAnnotation "false", so Kueue ends the group instead of
+// waiting for replacement pods.
 type PodGroupBuilder struct {
 	core
 	name, namespace string
@@ -89,6 +95,9 @@ func (b *PodGroupBuilder) Objs() []*corev1.Pod {
 			Namespace:   b.namespace,
 			Labels:      map[string]string{PodGroupNameLabel: b.name},
 			Annotations: map[string]string{PodGroupTotalCountAnnotation: strconv.Itoa(int(b.size))},
+		}
+		if b.run.fails {
+			t.Annotations[PodGroupRetriableAnnotation] = "false"
 		}
 		b.finishMeta(&t.ObjectMeta)
 		b.finishRun(&t)
