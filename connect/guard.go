@@ -76,6 +76,16 @@ func InstallGuard(ctx context.Context, worker *topology.Cluster, serviceAccount 
 // worker and returns once the API server no longer enforces it, within
 // GuardTimeout. Removing a guard that is not there is not an error.
 func RemoveGuard(ctx context.Context, worker *topology.Cluster, serviceAccount types.NamespacedName) error {
+	if err := deleteGuard(ctx, worker, serviceAccount); err != nil {
+		return err
+	}
+	return waitGuard(ctx, worker, serviceAccount, false)
+}
+
+// deleteGuard deletes the guard's policy and binding without waiting: what
+// Revoke does once the ServiceAccount is gone (a probe impersonating it can
+// no longer tell whether the policy is lifted, nor can anyone act as it).
+func deleteGuard(ctx context.Context, worker *topology.Cluster, serviceAccount types.NamespacedName) error {
 	name := GuardName(serviceAccount)
 	for _, o := range []client.Object{
 		&admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: name}},
@@ -85,7 +95,7 @@ func RemoveGuard(ctx context.Context, worker *topology.Cluster, serviceAccount t
 			return fmt.Errorf("cluster %q: delete %T %s: %w", worker.Name, o, name, err)
 		}
 	}
-	return waitGuard(ctx, worker, serviceAccount, false)
+	return nil
 }
 
 func guardPolicySpec(sa types.NamespacedName, integrations []string) admissionregistrationv1.ValidatingAdmissionPolicySpec {

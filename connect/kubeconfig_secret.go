@@ -41,6 +41,10 @@ type KubeconfigSecret struct {
 	// objects it created (kueue.x-k8s.io/multikueue-origin label). The local
 	// topology turns it on by default.
 	Guard bool
+
+	// rules replace WorkerRules for the ServiceAccount's ClusterRole when
+	// non-nil (Rotate's RotateOptions.Rules).
+	rules []rbacv1.PolicyRule
 }
 
 var _ topology.Connector = KubeconfigSecret{}
@@ -104,7 +108,11 @@ func (k KubeconfigSecret) workerToken(ctx context.Context, req topology.ConnectR
 		}
 	}
 	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: sa}}
-	if err := ensure(ctx, w, role, func() { role.Rules = WorkerRules(req.Integrations) }); err != nil {
+	rules := k.rules
+	if rules == nil {
+		rules = WorkerRules(req.Integrations)
+	}
+	if err := ensure(ctx, w, role, func() { role.Rules = rules }); err != nil {
 		return "", err
 	}
 	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: sa}}

@@ -2,8 +2,12 @@ package scenario_test
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	rbacv1 "k8s.io/api/rbac/v1"
 
 	"github.com/multikueue-testkit/testkit/connect"
 	"github.com/multikueue-testkit/testkit/internal/testlog"
@@ -24,7 +28,10 @@ func connectors() []topology.Connector {
 // 1 manager + 2 worker topology once per connector, in CI, so that the
 // ClusterProfile path is held to the same body as the kubeconfig Secret.
 // Whole suites switch with MKTK_CONNECTOR instead (see connect.FromEnv).
-// Then it cuts one worker's connection with connect.Sever and restores it.
+// Then it cuts one worker's connection with connect.Sever and restores it,
+// rotates the busiest worker's credentials while Jobs run
+// (RotateCredentials must pass), and rotates them once more to an identity
+// that may not create, where it must fail naming the new credentials.
 func TestDispatchWithEachConnector(t *testing.T) {
 	for _, c := range connectors() {
 		t.Run(c.Name(), func(t *testing.T) {
@@ -70,6 +77,43 @@ func TestDispatchWithEachConnector(t *testing.T) {
 				t.Fatalf("%s restored: %v", s.Source, err)
 			}
 			t.Logf("%s cut and restored: Inactive and Active again in %s", s.Source, time.Since(start).Round(time.Millisecond))
+
+			// The credentials of the busiest worker are rotated while its Jobs
+			// run: a new identity written where this connector keeps them,
+			// the old one revoked after the overlap.
+			start = time.Now()
+			res, err := scenario.RotateCredentials(ctx, env, scenario.RotateOptions{})
+			if err != nil {
+				t.Fatalf("RotateCredentials: %v", err)
+			}
+			t.Logf("%s: %s rotated to %s in %s (written to %s) with %v in flight; old token refused %s after the rotation; %d Jobs undisrupted in %s",
+				res.Worker, res.Old, res.New, res.Rotated.Sub(start).Round(time.Millisecond), res.Source, res.InFlight,
+				res.Revoked.Sub(res.Rotated).Round(time.Millisecond), len(res.Objects), time.Since(start).Round(time.Millisecond))
+			if res.Credentials.User != res.New || len(res.InFlight) == 0 {
+				t.Errorf("want the new identity checked (got %q) and Jobs in flight at the rotation (got %v)", res.Credentials.User, res.InFlight)
+			}
+
+			// A rotation to an identity that may not create anything (every
+			// other right MultiKueue uses kept, the guard's probe among
+			// them) leaves MultiKueue unable to make copies on the worker:
+			// the scenario must fail and name the new credentials.
+			var rules []rbacv1.PolicyRule
+			for _, r := range connect.WorkerRules(topo.Spec.Kueue.Integrations) {
+				r.Verbs = slices.DeleteFunc(slices.Clone(r.Verbs), func(v string) bool { return v == "create" })
+				rules = append(rules, r)
+			}
+			start = time.Now()
+			res, err = scenario.RotateCredentials(ctx, env, scenario.RotateOptions{Worker: res.Worker,
+				Dispatch: scenario.DispatchOptions{NamePrefix: "rotate-broken"}, Identity: connect.RotateOptions{Rules: rules}})
+			t.Logf("rotation to %s that may not create, %s: %v", res.New, time.Since(start).Round(time.Millisecond), err)
+			if err == nil {
+				t.Fatal("RotateCredentials passed with a new identity that has no rights on the worker")
+			}
+			for _, want := range []string{"scenario RotateCredentials", "the new credentials for " + res.Worker, res.New} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("RotateCredentials' failure lacks %q:\n%v", want, err)
+				}
+			}
 		})
 	}
 }
