@@ -67,7 +67,16 @@ type Rotation struct {
 	guarded     bool
 }
 
-var rotated = regexp.MustCompile(`^(.*)-r([0-9]+)$`)
+// nextIdentity is the default name of the identity that follows name:
+// "<name>-r2", then "<name>-r3", ...
+func nextIdentity(name string) string {
+	base, n := name, 1
+	if m := regexp.MustCompile(`^(.*)-r([0-9]+)$`).FindStringSubmatch(name); m != nil {
+		base = m[1]
+		n, _ = strconv.Atoi(m[2])
+	}
+	return fmt.Sprintf("%s-r%d", base, n+1)
+}
 
 // Rotate gives MultiKueue a new identity on a worker while it runs: it reads
 // the credentials the worker's MultiKueueCluster on mgr uses (its kubeconfig
@@ -101,14 +110,12 @@ func Rotate(ctx context.Context, mgr, worker *topology.Cluster, kueueNamespace s
 	r.oldSA, r.Old = types.NamespacedName{Namespace: ns, Name: name}, user
 	newName := o.ServiceAccount
 	if newName == "" {
-		base, n := name, 1
-		if m := rotated.FindStringSubmatch(name); m != nil {
-			base = m[1]
-			n, _ = strconv.Atoi(m[2])
-		}
-		newName = fmt.Sprintf("%s-r%d", base, n+1)
+		newName = nextIdentity(name)
 	}
 	newSA := types.NamespacedName{Namespace: ns, Name: newName}
+	if newSA == r.oldSA {
+		return nil, fmt.Errorf("cluster %q: RotateOptions.ServiceAccount: %q is the identity in use (%s); a rotation needs another", worker.Name, newName, user)
+	}
 	r.New = serviceAccountUser(newSA)
 	err = worker.Client.Get(ctx, client.ObjectKey{Name: GuardName(r.oldSA)}, &admissionregistrationv1.ValidatingAdmissionPolicy{})
 	switch {

@@ -27,7 +27,7 @@ func AllAtOnce(ctx context.Context, env *Env, o DispatchOptions) (DispatchResult
 	if err := r.needDispatcher(topology.DispatcherAllAtOnce); err != nil {
 		return DispatchResult{}, err
 	}
-	if err := o.defaults(r.name, "DispatchOptions"); err != nil {
+	if err := o.defaults(r.name, "DispatchOptions", r.env.Topo.JobSize()); err != nil {
 		return DispatchResult{}, err
 	}
 	kinds, err := checkKinds(env, "DispatchOptions.Kinds", o.Kinds)

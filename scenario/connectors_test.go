@@ -81,8 +81,10 @@ func TestDispatchWithEachConnector(t *testing.T) {
 			// The credentials of the busiest worker are rotated while its Jobs
 			// run: a new identity written where this connector keeps them,
 			// the old one revoked after the overlap.
+			// The topology is seen as attached (no cluster has a Lifecycle),
+			// as existing, kind and CAPZ hand theirs over.
 			start = time.Now()
-			res, err := scenario.RotateCredentials(ctx, env, scenario.RotateOptions{})
+			res, err := scenario.RotateCredentials(ctx, attached(env), scenario.RotateOptions{})
 			if err != nil {
 				t.Fatalf("RotateCredentials: %v", err)
 			}
@@ -103,7 +105,7 @@ func TestDispatchWithEachConnector(t *testing.T) {
 				rules = append(rules, r)
 			}
 			start = time.Now()
-			res, err = scenario.RotateCredentials(ctx, env, scenario.RotateOptions{Worker: res.Worker,
+			res, err = scenario.RotateCredentials(ctx, attached(env), scenario.RotateOptions{Worker: res.Worker,
 				Dispatch: scenario.DispatchOptions{NamePrefix: "rotate-broken"}, Identity: connect.RotateOptions{Rules: rules}})
 			t.Logf("rotation to %s that may not create, %s: %v", res.New, time.Since(start).Round(time.Millisecond), err)
 			if err == nil {

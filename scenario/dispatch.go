@@ -33,7 +33,9 @@ type DispatchOptions struct {
 	Namespace string
 	// NamePrefix for the jobs; default the scenario's name in lower case.
 	NamePrefix string
-	// CPU and Memory requested by each pod; default "1" and "1Gi".
+	// CPU and Memory requested by each pod; default the topology's
+	// JobSize ("1" and "1Gi" on the local topology, "100m" and "64Mi" on
+	// kind), unless the scenario names its own.
 	CPU, Memory string
 	// RunFor is each job's run time on the worker; default 1s.
 	RunFor time.Duration
@@ -104,9 +106,10 @@ func (o *DispatchOptions) use(name, path string, def DispatchOptions, unused map
 	return nil
 }
 
-// defaults applies the defaults every scenario shares; path names o in
-// errors ("DispatchOptions", "QuotaOptions.Dispatch").
-func (o *DispatchOptions) defaults(name, path string) error {
+// defaults applies the defaults every scenario shares, CPU and Memory from
+// size (the topology's JobSize); path names o in errors
+// ("DispatchOptions", "QuotaOptions.Dispatch").
+func (o *DispatchOptions) defaults(name, path string, size topology.JobSize) error {
 	if o.Jobs == 0 {
 		o.Jobs = 1
 	}
@@ -120,10 +123,10 @@ func (o *DispatchOptions) defaults(name, path string) error {
 		return err
 	}
 	if o.CPU == "" {
-		o.CPU = "1"
+		o.CPU = size.CPU
 	}
 	if o.Memory == "" {
-		o.Memory = "1Gi"
+		o.Memory = size.Memory
 	}
 	for _, f := range []struct{ field, q string }{{"CPU", o.CPU}, {"Memory", o.Memory}} {
 		if v, err := resource.ParseQuantity(f.q); err != nil || v.Sign() < 0 {
@@ -169,7 +172,7 @@ func Dispatch(ctx context.Context, env *Env, o DispatchOptions) (DispatchResult,
 	if err != nil {
 		return DispatchResult{}, err
 	}
-	if err := o.defaults(r.name, "DispatchOptions"); err != nil {
+	if err := o.defaults(r.name, "DispatchOptions", r.env.Topo.JobSize()); err != nil {
 		return DispatchResult{}, err
 	}
 	kinds, err := checkKinds(env, "DispatchOptions.Kinds", o.Kinds)

@@ -266,7 +266,7 @@ func (o FailoverOptions) resolve(env *Env) (FailoverOptions, error) {
 		map[string]string{"Kinds": "it submits batch/Jobs only", "Fails": "its Jobs must succeed", "StartTimeout": "it waits for the Jobs to finish, not to start"}); err != nil {
 		return o, err
 	}
-	if err := d.defaults("Failover", "FailoverOptions.Dispatch"); err != nil {
+	if err := d.defaults("Failover", "FailoverOptions.Dispatch", env.Topo.JobSize()); err != nil {
 		return o, err
 	}
 	if o.StopAfter == 0 {

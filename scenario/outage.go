@@ -174,18 +174,8 @@ func (r *run) lose(ctx context.Context, o OutageOptions, opts string, ready func
 	if o.RedispatchBound == 0 {
 		o.RedispatchBound = DefaultRedispatchBound
 	}
-	if err := d.defaults(r.name, opts+".Dispatch"); err != nil {
-		return res, err
-	}
-	objs, err := r.build(d.templates(r.namespace(d.Namespace), []observe.Kind{observe.KindJob}))
-	if err != nil {
-		return res, err
-	}
+	objs, victim, inFlight, err := r.loadOne(ctx, &d, opts+".Dispatch", o.Worker)
 	res.Objects = objs
-	if err := r.submit(ctx, objs); err != nil {
-		return res, err
-	}
-	victim, inFlight, err := r.pickVictim(ctx, objs, o.Worker)
 	if err != nil {
 		return res, err
 	}
@@ -247,6 +237,25 @@ func (r *Runner) WorkerOutage(ctx context.Context, o OutageOptions) (OutageResul
 	r.rep.Helper()
 	res, err := WorkerOutage(ctx, r.env, o)
 	return res, r.report(err)
+}
+
+// loadOne submits the batch/Jobs of d (its defaults applied; path names it
+// in errors) and picks the worker they run on (want, or the busiest) with
+// pickVictim: the load of the scenarios that do something to one worker
+// while its Jobs run (WorkerOutage, Disconnect, RotateCredentials).
+func (r *run) loadOne(ctx context.Context, d *DispatchOptions, path, want string) ([]client.Object, *topology.Cluster, []client.Object, error) {
+	if err := d.defaults(r.name, path, r.env.Topo.JobSize()); err != nil {
+		return nil, nil, nil, err
+	}
+	objs, err := r.build(d.templates(r.namespace(d.Namespace), []observe.Kind{observe.KindJob}))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if err := r.submit(ctx, objs); err != nil {
+		return objs, nil, nil, err
+	}
+	victim, inFlight, err := r.pickVictim(ctx, objs, want)
+	return objs, victim, inFlight, err
 }
 
 // pickVictim waits until every object is placed and one runs on a worker,

@@ -67,7 +67,7 @@ func WorkerOverProvisioned(ctx context.Context, env *Env, o WorkerOverProvisione
 			"RunFor": "its Jobs run until it deletes them", "Fails": "its Jobs must stay running", "StartTimeout": "its waits are bounded by the Checker's Timeout"}); err != nil {
 		return res, err
 	}
-	if err := d.defaults(r.name, "WorkerOverProvisionedOptions.Dispatch"); err != nil {
+	if err := d.defaults(r.name, "WorkerOverProvisionedOptions.Dispatch", r.env.Topo.JobSize()); err != nil {
 		return res, err
 	}
 	if _, res.QuotaSlots, err = r.capacityPerWorker(ctx, "WorkerOverProvisionedOptions.Dispatch", d.CPU, d.Memory); err != nil {

@@ -90,18 +90,8 @@ func RotateCredentials(ctx context.Context, env *Env, o RotateOptions) (RotateRe
 	if _, err := r.outageCandidates(o.Worker, "RotateOptions.Worker"); err != nil {
 		return res, err
 	}
-	if err := d.defaults(r.name, "RotateOptions.Dispatch"); err != nil {
-		return res, err
-	}
-	objs, err := r.build(d.templates(r.namespace(d.Namespace), []observe.Kind{observe.KindJob}))
-	if err != nil {
-		return res, err
-	}
+	objs, worker, inFlight, err := r.loadOne(ctx, &d, "RotateOptions.Dispatch", o.Worker)
 	res.Objects = objs
-	if err := r.submit(ctx, objs); err != nil {
-		return res, err
-	}
-	worker, inFlight, err := r.pickVictim(ctx, objs, o.Worker)
 	if err != nil {
 		return res, err
 	}

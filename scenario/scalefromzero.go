@@ -64,7 +64,7 @@ func ScaleFromZero(ctx context.Context, env *Env, o ScaleFromZeroOptions) (Scale
 		map[string]string{"Kinds": "it submits batch/Jobs only", "Fails": "its Jobs must run to show the scale-up"}); err != nil {
 		return res, err
 	}
-	if err := d.defaults(r.name, "ScaleFromZeroOptions.Dispatch"); err != nil {
+	if err := d.defaults(r.name, "ScaleFromZeroOptions.Dispatch", r.env.Topo.JobSize()); err != nil {
 		return res, err
 	}
 	ns := r.namespace(d.Namespace)

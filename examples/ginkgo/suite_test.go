@@ -44,7 +44,8 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 var _ = Describe("a batch/Job", func() {
 	It("is admitted on exactly one worker and cleaned up", func(ctx SpecContext) {
 		q := topo.Spec.Queues
-		job := workload.NewJob("ginkgo", q.Namespaces[0]).Queue(q.LocalQueue).Requests("1", "1Gi").RunFor(time.Second).Obj()
+		size := topo.JobSize() // what the provider's nodes fit: 1 CPU here, 100m on kind
+		job := workload.NewJob("ginkgo", q.Namespaces[0]).Queue(q.LocalQueue).Requests(size.CPU, size.Memory).RunFor(time.Second).Obj()
 		Expect(topo.Manager.Client.Create(ctx, job)).To(Succeed())
 		assert.For(GinkgoT(), env.Check).ExactlyOnceAdmitted(ctx, job)
 		Expect(env.Check.NominationCleared(ctx, job)).To(Succeed())

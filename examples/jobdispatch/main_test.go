@@ -63,7 +63,8 @@ func TestBatchJobThroughMultiKueue(t *testing.T) {
 		Assess("one Job runs on exactly one worker and is cleaned up", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			e := mustEnv(ctx, t)
 			q := e.Topo.Spec.Queues
-			job := workload.NewJob("sample", q.Namespaces[0]).Queue(q.LocalQueue).Requests("1", "1Gi").RunFor(time.Second).Obj()
+			size := e.Topo.JobSize() // what the provider's nodes fit: 1 CPU here, 100m on kind
+			job := workload.NewJob("sample", q.Namespaces[0]).Queue(q.LocalQueue).Requests(size.CPU, size.Memory).RunFor(time.Second).Obj()
 			if err := e.Topo.Manager.Client.Create(ctx, job); err != nil {
 				t.Fatal(err)
 			}

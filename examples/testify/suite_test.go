@@ -45,7 +45,8 @@ func (s *MultiKueueSuite) TearDownSuite() {
 func (s *MultiKueueSuite) TestJobRunsOnceAndIsCleanedUp() {
 	ctx := context.Background()
 	q := s.topo.Spec.Queues
-	job := workload.NewJob("testify", q.Namespaces[0]).Queue(q.LocalQueue).Requests("1", "1Gi").RunFor(time.Second).Obj()
+	size := s.topo.JobSize() // what the provider's nodes fit: 1 CPU here, 100m on kind
+	job := workload.NewJob("testify", q.Namespaces[0]).Queue(q.LocalQueue).Requests(size.CPU, size.Memory).RunFor(time.Second).Obj()
 	s.Require().NoError(s.topo.Manager.Client.Create(ctx, job))
 	a := assert.For(s.T(), s.env.Check)
 	a.ExactlyOnceAdmitted(ctx, job)

@@ -62,6 +62,17 @@ func (p *Provider) SuggestedTimeouts() topology.Timeouts {
 
 var _ topology.TimeoutSuggester = (*Provider)(nil)
 
+// SuggestedJobSize implements topology.JobSizeSuggester: a kind node is a
+// container with the host's CPUs (2 here), of which the control plane,
+// CoreDNS and Kueue request 1350m, so a 1-CPU job stays Pending
+// ("Insufficient cpu") although Kueue admits it. 100m and 64Mi fit several
+// at once and are enough for the job image's sleep.
+func (p *Provider) SuggestedJobSize() topology.JobSize {
+	return topology.JobSize{CPU: "100m", Memory: "64Mi"}
+}
+
+var _ topology.JobSizeSuggester = (*Provider)(nil)
+
 var (
 	_ topology.Provider      = (*Provider)(nil)
 	_ topology.ClusterKeeper = (*Provider)(nil)
