@@ -227,7 +227,7 @@ func neverPlaced(wl []observe.Event, mgr string, t target) error {
 // was placed yet.
 func (c *Checker) siblingCluster(ctx context.Context, t target, at time.Time) string {
 	mgr := c.Topo.Manager.Name
-	if t.jobUID == "" {
+	if t.jobUID == "" || !observe.CopyServesWorkloads(t.jobKind) {
 		return ""
 	}
 	wls, err := observe.WorkloadsOf(ctx, c.reader(mgr), t.namespace, t.jobUID)
