@@ -24,7 +24,6 @@ import (
 	"k8s.io/client-go/util/retry"
 	inventoryv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/multikueue-testkit/testkit/internal/poll"
 	"github.com/multikueue-testkit/testkit/topology"
@@ -90,12 +89,12 @@ func nextIdentity(name string) string {
 // as in a rotation with an overlap. The connection's server address and CA
 // are left as they were.
 func Rotate(ctx context.Context, mgr, worker *topology.Cluster, kueueNamespace string, integrations []string, o RotateOptions) (*Rotation, error) {
-	var mkc kueue.MultiKueueCluster
-	if err := mgr.Client.Get(ctx, client.ObjectKey{Name: worker.Name}, &mkc); err != nil {
-		return nil, fmt.Errorf("cluster %q: read MultiKueueCluster %s: %w", mgr.Name, worker.Name, err)
+	key, profile, err := connectionOf(ctx, mgr, kueueNamespace, worker.Name)
+	if err != nil {
+		return nil, err
 	}
 	r := &Rotation{Worker: worker.Name, mgr: mgr, worker: worker}
-	write, err := r.locate(ctx, mkc.Spec.ClusterSource, kueueNamespace)
+	write, err := r.locate(ctx, key, profile)
 	if err != nil {
 		return nil, err
 	}
@@ -145,13 +144,10 @@ const serviceAccountPrefix = "system:serviceaccount:"
 
 // locate finds where the worker's credentials are on the manager, reads the
 // token there, and returns how to write a new one in its place.
-func (r *Rotation) locate(ctx context.Context, src kueue.ClusterSource, ns string) (func(context.Context, string) error, error) {
+func (r *Rotation) locate(ctx context.Context, key client.ObjectKey, profile bool) (func(context.Context, string) error, error) {
 	mgr := r.mgr
 	switch {
-	case src.KubeConfig != nil && src.KubeConfig.LocationType == kueue.PathLocationType:
-		return nil, fmt.Errorf("cluster %q: MultiKueueCluster %s reads its kubeconfig from the path %q on the manager's Kueue, which cannot be rewritten through the API; use a Secret or a ClusterProfile", mgr.Name, r.Worker, src.KubeConfig.Location)
-	case src.KubeConfig != nil:
-		key := client.ObjectKey{Namespace: ns, Name: src.KubeConfig.Location}
+	case !profile:
 		r.Source = fmt.Sprintf("Secret %s (key %s)", key, SecretKey)
 		cfg, err := r.kubeconfig(ctx, key)
 		if err != nil {
@@ -179,9 +175,9 @@ func (r *Rotation) locate(ctx context.Context, src kueue.ClusterSource, ns strin
 				return err
 			})
 		}, nil
-	case src.ClusterProfileRef != nil:
+	default:
 		var cp inventoryv1alpha1.ClusterProfile
-		cpKey := client.ObjectKey{Namespace: ns, Name: src.ClusterProfileRef.Name}
+		cpKey := key
 		if err := mgr.Client.Get(ctx, cpKey, &cp); err != nil {
 			return nil, fmt.Errorf("cluster %q: read ClusterProfile %s: %w", mgr.Name, cpKey, err)
 		}
@@ -189,7 +185,7 @@ func (r *Rotation) locate(ctx context.Context, src kueue.ClusterSource, ns strin
 		if err != nil {
 			return nil, fmt.Errorf("cluster %q: ClusterProfile %s: %w", mgr.Name, cpKey, err)
 		}
-		key := client.ObjectKey{Namespace: ns, Name: secret}
+		key := client.ObjectKey{Namespace: key.Namespace, Name: secret}
 		r.Source = fmt.Sprintf("Secret %s (key %s, read by the %s plugin for ClusterProfile %s)", key, TokenKey, SecretReaderProvider, cpKey)
 		var sec corev1.Secret
 		if err := mgr.Client.Get(ctx, key, &sec); err != nil {
@@ -205,7 +201,6 @@ func (r *Rotation) locate(ctx context.Context, src kueue.ClusterSource, ns strin
 			})
 		}, nil
 	}
-	return nil, fmt.Errorf("cluster %q: MultiKueueCluster %s has no spec.clusterSource (neither kubeConfig nor clusterProfileRef)", mgr.Name, r.Worker)
 }
 
 func (r *Rotation) kubeconfig(ctx context.Context, key client.ObjectKey) (*clientcmdapi.Config, error) {

@@ -49,25 +49,38 @@ func Sever(ctx context.Context, mgr *topology.Cluster, kueueNamespace, worker, a
 	if address == "" {
 		address = UnreachableAddress
 	}
-	var mkc kueue.MultiKueueCluster
-	if err := mgr.Client.Get(ctx, client.ObjectKey{Name: worker}, &mkc); err != nil {
-		return nil, fmt.Errorf("cluster %q: read MultiKueueCluster %s: %w", mgr.Name, worker, err)
+	key, profile, err := connectionOf(ctx, mgr, kueueNamespace, worker)
+	if err != nil {
+		return nil, err
 	}
-	s := &Severed{Worker: worker, mgr: mgr}
-	src := mkc.Spec.ClusterSource
-	switch {
-	case src.KubeConfig != nil && src.KubeConfig.LocationType == kueue.PathLocationType:
-		return nil, fmt.Errorf("cluster %q: MultiKueueCluster %s reads its kubeconfig from the path %q on the manager's Kueue, which cannot be edited through the API; use a Secret or a ClusterProfile", mgr.Name, worker, src.KubeConfig.Location)
-	case src.KubeConfig != nil:
-		s.key = client.ObjectKey{Namespace: kueueNamespace, Name: src.KubeConfig.Location}
-		s.Source = fmt.Sprintf("Secret %s (key %s)", s.key, SecretKey)
-		return s, s.cutSecret(ctx, address)
-	case src.ClusterProfileRef != nil:
-		s.key = client.ObjectKey{Namespace: kueueNamespace, Name: src.ClusterProfileRef.Name}
+	s := &Severed{Worker: worker, mgr: mgr, key: key}
+	if profile {
 		s.Source = fmt.Sprintf("ClusterProfile %s (status.accessProviders)", s.key)
 		return s, s.cutProfile(ctx, address)
 	}
-	return nil, fmt.Errorf("cluster %q: MultiKueueCluster %s has no spec.clusterSource (neither kubeConfig nor clusterProfileRef)", mgr.Name, worker)
+	s.Source = fmt.Sprintf("Secret %s (key %s)", s.key, SecretKey)
+	return s, s.cutSecret(ctx, address)
+}
+
+// connectionOf reads the MultiKueueCluster named worker on mgr and returns
+// the object its spec.clusterSource names in kueueNamespace: a kubeconfig
+// Secret, or a ClusterProfile (profile true). A kubeconfig given by path,
+// which the API cannot reach, or no source at all is an error naming it.
+func connectionOf(ctx context.Context, mgr *topology.Cluster, kueueNamespace, worker string) (key client.ObjectKey, profile bool, err error) {
+	var mkc kueue.MultiKueueCluster
+	if err := mgr.Client.Get(ctx, client.ObjectKey{Name: worker}, &mkc); err != nil {
+		return key, false, fmt.Errorf("cluster %q: read MultiKueueCluster %s: %w", mgr.Name, worker, err)
+	}
+	src := mkc.Spec.ClusterSource
+	switch {
+	case src.KubeConfig != nil && src.KubeConfig.LocationType == kueue.PathLocationType:
+		return key, false, fmt.Errorf("cluster %q: MultiKueueCluster %s reads its kubeconfig from the path %q on the manager's Kueue, which cannot be edited through the API; use a Secret or a ClusterProfile", mgr.Name, worker, src.KubeConfig.Location)
+	case src.KubeConfig != nil:
+		return client.ObjectKey{Namespace: kueueNamespace, Name: src.KubeConfig.Location}, false, nil
+	case src.ClusterProfileRef != nil:
+		return client.ObjectKey{Namespace: kueueNamespace, Name: src.ClusterProfileRef.Name}, true, nil
+	}
+	return key, false, fmt.Errorf("cluster %q: MultiKueueCluster %s has no spec.clusterSource (neither kubeConfig nor clusterProfileRef)", mgr.Name, worker)
 }
 
 func (s *Severed) cutSecret(ctx context.Context, address string) error {
