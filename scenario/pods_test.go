@@ -11,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/multikueue-testkit/testkit/assert"
@@ -45,16 +46,79 @@ func TestPodGroupRunsOnOneWorker(t *testing.T) {
 }
 
 // submitPodGroup creates a group's pods on the manager and deletes them at
-// the test's end.
+// the test's end; once every cleanup registered after it has run, the
+// group's copies must be gone from the workers too (removeGroupCopies).
 func submitPodGroup(t *testing.T, env *scenario.Env, pods []*corev1.Pod) {
 	t.Helper()
 	ctx := context.Background()
 	mgr := env.Topo.Manager
+	if len(pods) > 0 {
+		group := pods[0].Labels[workload.PodGroupNameLabel]
+		t.Cleanup(func() { removeGroupCopies(t, env, pods[0].Namespace, group) })
+	}
 	for _, p := range pods {
 		if err := mgr.Client.Create(ctx, p); err != nil {
 			t.Fatalf("cluster %q: create Pod %s/%s: %v", mgr.Name, p.Namespace, p.Name, err)
 		}
 		t.Cleanup(func() { _ = mgr.Client.Delete(ctx, p, client.PropagationPolicy(metav1.DeletePropagationBackground)) })
+	}
+}
+
+// removeGroupCopies waits until a pod group deleted on the manager is gone
+// there and its MultiKueue copies are gone from every worker, and removes
+// copies Kueue left. The scenario tests' CI of 2026-12-07 (Kueue v0.19.2)
+// found two copies of the group of TestPodGroupWithASecondAdmissionFails…
+// still running on a worker minutes after the group was gone from the
+// manager, and NoOrphans then failed five later tests sharing the
+// topology. Kueue's pod adapter (v0.18 on) deletes only the copies named
+// by the manager's pods of the group (DeleteRemoteObject, listLocalPods);
+// how the manager's pods went first is not established (a worker refusing
+// the copies' delete for a while did not reproduce it: Kueue kept the
+// manager's pods until the delete went through; docs/findings.md). A test
+// that deleted a group hands nothing of it to the next one.
+func removeGroupCopies(t *testing.T, env *scenario.Env, namespace, group string) {
+	ctx := context.Background()
+	sel := client.MatchingLabels{workload.PodGroupNameLabel: group}
+	mgr := env.Topo.Manager
+	err := poll.Until(ctx, time.Minute, fmt.Sprintf("cluster %q: pod group %s/%s deleted", mgr.Name, namespace, group), func(ctx context.Context) error {
+		var list corev1.PodList
+		if err := mgr.Client.List(ctx, &list, client.InNamespace(namespace), sel); err != nil {
+			return err
+		}
+		if n := len(list.Items); n > 0 {
+			return fmt.Errorf("%d pods left", n)
+		}
+		return nil
+	})
+	if err != nil {
+		// Not this test's verdict; the copies are still looked for.
+		t.Logf("cleanup: %v", err)
+	}
+	copiesSel := client.MatchingLabels{workload.PodGroupNameLabel: group, observe.LabelOrigin: env.Topo.Spec.Kueue.Origin}
+	for _, w := range env.Topo.Workers {
+		var left corev1.PodList
+		err := poll.Until(ctx, 30*time.Second, fmt.Sprintf("cluster %q: MultiKueue to delete the copies of pod group %s/%s", w.Name, namespace, group), func(ctx context.Context) error {
+			if err := w.Client.List(ctx, &left, client.InNamespace(namespace), copiesSel); err != nil {
+				return err
+			}
+			if n := len(left.Items); n > 0 {
+				return fmt.Errorf("%d copies left", n)
+			}
+			return nil
+		})
+		if err == nil {
+			continue
+		}
+		t.Logf("cleanup: %v: Kueue left them after the group was deleted on the manager; removing them", err)
+		for i := range left.Items {
+			p := &left.Items[i]
+			if len(p.Finalizers) > 0 {
+				_ = w.Client.Patch(ctx, p, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))
+			}
+			if err := w.Client.Delete(ctx, p); client.IgnoreNotFound(err) != nil {
+				t.Errorf("cleanup: cluster %q: delete Pod %s/%s: %v", w.Name, p.Namespace, p.Name, err)
+			}
+		}
 	}
 }
 
