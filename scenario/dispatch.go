@@ -205,10 +205,10 @@ func (r *run) dispatch(ctx context.Context, objs []client.Object, o DispatchOpti
 	// Finished first: the placement checks then judge a complete history
 	// (with MultiKueueWaitForWorkloadAdmitted off, a workload is placed
 	// before the winner's copy is admitted).
-	errs = append(errs, r.judge(ctx, objs, check{"Finished", r.chk.Finished}))
+	errs = append(errs, r.judge(ctx, objs, check{name: "Finished", fn: r.chk.Finished}))
 	errs = append(errs, r.judge(ctx, objs, r.placementChecks()...))
 	res.Placement, res.Unrecorded = r.placements(ctx, objs)
-	errs = append(errs, r.judge(ctx, objs, check{"StatusSynced", r.chk.StatusSynced}, r.outcomeCheck()))
+	errs = append(errs, r.judge(ctx, objs, check{name: "StatusSynced", fn: r.chk.StatusSynced}, r.outcomeCheck()))
 	errs = append(errs, r.chk.QuotaRespected(ctx), r.chk.NoOrphans(ctx))
 	return res, errors.Join(errs...)
 }
@@ -216,7 +216,7 @@ func (r *run) dispatch(ctx context.Context, objs []client.Object, o DispatchOpti
 // outcomeCheck checks that the manager's job ended as it was built to:
 // failed with the outcome annotation set to Failed, else succeeded.
 func (r *run) outcomeCheck() check {
-	return check{"outcome", func(_ context.Context, o client.Object) error {
+	return check{name: "outcome", last: true, fn: func(_ context.Context, o client.Object) error {
 		want := observe.JobSucceeded
 		if o.GetAnnotations()[topology.AnnotationOutcome] == topology.OutcomeFailed {
 			want = observe.JobFailed

@@ -94,7 +94,7 @@ func Incremental(ctx context.Context, env *Env, o IncrementalOptions) (Increment
 	}
 	var res IncrementalResult
 	res.DispatchResult, err = r.dispatch(ctx, objs, d)
-	errs := []error{err, r.judge(ctx, objs, check{"DispatchedIncrementally", r.chk.DispatchedIncrementally})}
+	errs := []error{err, r.judge(ctx, objs, check{name: "DispatchedIncrementally", fn: r.chk.DispatchedIncrementally})}
 	if o.Escalate {
 		var escErr error
 		res.Escalation, escErr = r.escalate(ctx, esc)
@@ -200,8 +200,8 @@ func (r *run) escalate(ctx context.Context, t JobTemplate) (*Escalation, error) 
 	}
 	o := objs[0]
 	errs := []error{lr.judge(ctx, objs, append(lr.placementChecks(),
-		check{"DispatchedIncrementally", long.DispatchedIncrementally},
-		check{"Finished", long.Finished})...)}
+		check{name: "DispatchedIncrementally", fn: long.DispatchedIncrementally},
+		check{name: "Finished", fn: long.Finished})...)}
 	key, err := lr.workloadKey(ctx, o)
 	if err != nil {
 		return nil, errors.Join(append(errs, err)...)

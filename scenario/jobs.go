@@ -199,42 +199,61 @@ func ref(o client.Object) string {
 type check struct {
 	name string
 	fn   func(context.Context, client.Object) error
+	// last: the check reads a final state without waiting for it, so it
+	// runs once the object's other checks are done (judge).
+	last bool
 }
 
 func (r *run) placementChecks() []check {
 	return []check{
-		{"ExactlyOnceAdmitted", r.chk.ExactlyOnceAdmitted},
-		{"NominationCleared", r.chk.NominationCleared},
-		{"LosersCleaned", r.chk.LosersCleaned},
+		{name: "ExactlyOnceAdmitted", fn: r.chk.ExactlyOnceAdmitted},
+		{name: "NominationCleared", fn: r.chk.NominationCleared},
+		{name: "LosersCleaned", fn: r.chk.LosersCleaned},
 	}
 }
 
 func (r *run) runChecks() []check {
 	return []check{
-		{"Finished", r.chk.Finished},
-		{"StatusSynced", r.chk.StatusSynced},
+		{name: "Finished", fn: r.chk.Finished},
+		{name: "StatusSynced", fn: r.chk.StatusSynced},
 	}
 }
 
-// judge runs checks on every object, objects concurrently (up to 64 at a
-// time), and joins the failures.
+// judge runs checks on every object and joins the failures, each object's
+// in the checks' order. An object's checks run at once (up to 64 objects
+// at a time), those marked last after the others: each waits on the
+// recorded history for what it judges, so an object failing several
+// checks costs one Checker timeout, not one per check.
 func (r *run) judge(ctx context.Context, objs []client.Object, checks ...check) error {
-	errs := make([]error, len(objs))
+	errs := make([][]error, len(objs))
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 64)
 	for i, o := range objs {
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			var es []error
-			for _, c := range checks {
-				es = append(es, c.fn(ctx, o))
+			es := make([]error, len(checks))
+			var each sync.WaitGroup
+			for j, c := range checks {
+				if !c.last {
+					each.Go(func() { es[j] = c.fn(ctx, o) })
+				}
 			}
-			errs[i] = errors.Join(es...)
+			each.Wait()
+			for j, c := range checks {
+				if c.last {
+					es[j] = c.fn(ctx, o)
+				}
+			}
+			errs[i] = es
 		})
 	}
 	wg.Wait()
-	return errors.Join(errs...)
+	var all []error
+	for _, es := range errs {
+		all = append(all, es...)
+	}
+	return errors.Join(all...)
 }
 
 // idleKinds waits (up to timeout) until, for each job kind among objs

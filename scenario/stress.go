@@ -174,11 +174,11 @@ func Stress(ctx context.Context, env *Env, o StressOptions) (StressResult, error
 	// Judging, one assertion at a time over every workload.
 	var errs []error
 	per := []check{
-		{"ExactlyOnceAdmitted", r.chk.ExactlyOnceAdmitted},
-		{"NominationCleared", r.chk.NominationCleared},
-		{"LosersCleaned", r.chk.LosersCleaned},
-		{"StatusSynced", r.chk.StatusSynced},
-		{"Finished", r.chk.Finished},
+		{name: "ExactlyOnceAdmitted", fn: r.chk.ExactlyOnceAdmitted},
+		{name: "NominationCleared", fn: r.chk.NominationCleared},
+		{name: "LosersCleaned", fn: r.chk.LosersCleaned},
+		{name: "StatusSynced", fn: r.chk.StatusSynced},
+		{name: "Finished", fn: r.chk.Finished},
 	}
 	for _, c := range per {
 		cost := AssertionCost{Name: c.name}
@@ -196,7 +196,7 @@ func Stress(ctx context.Context, env *Env, o StressOptions) (StressResult, error
 	for _, c := range []struct {
 		name string
 		fn   func(context.Context) error
-	}{{"QuotaRespected", r.chk.QuotaRespected}, {"NoOrphans", func(ctx context.Context) error {
+	}{{name: "QuotaRespected", fn: r.chk.QuotaRespected}, {"NoOrphans", func(ctx context.Context) error {
 		if cleanupErr != nil {
 			return cleanupErr // it waited its grace already; its cost is the Cleanup
 		}
@@ -270,7 +270,7 @@ func (r *run) allFinished(ctx context.Context, objs []client.Object) error {
 			short.Timeout = time.Second
 			sr := &run{env: r.env, chk: &short, name: r.name, start: r.start}
 			return errors.Join(r.errorf("%d of %d Workloads Finished, none more for %s", finished, len(objs), r.chk.Timeout),
-				sr.judge(ctx, left, check{"Finished", short.Finished}))
+				sr.judge(ctx, left, check{name: "Finished", fn: short.Finished}))
 		}
 		select {
 		case <-ctx.Done():
