@@ -32,9 +32,10 @@ func matrixCmd(args []string, stdout, stderr io.Writer) int {
 	only := fs.String("only", "", "a regular expression: run only the behaviours whose name it matches")
 	integrations := fs.String("integrations", "batch/job,jobset.x-k8s.io/jobset", "Kueue integrations of the dispatch setups (ray.io/rayjob adds RayJob; its operator is built too)")
 	stressJobs := fs.Int("stress-jobs", 30, "the small Stress's Jobs")
+	parallel := fs.Int("parallel", 1, "versions (or sources) measured at once, each on its own topologies")
 	bTimeout := fs.Duration("behaviour-timeout", 20*time.Minute, "bound on one behaviour")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), `usage: mktk matrix [--kueue v0.17.1,v0.18.4,v0.19.2] [--source DIR ...] [--workers 2] [--out DIR]
+		fmt.Fprintf(fs.Output(), `usage: mktk matrix [--kueue v0.17.1,v0.18.4,v0.19.2] [--source DIR ...] [--workers 2] [--parallel 1] [--out DIR]
 
 For each Kueue (a version or a checkout), fresh local topologies (one per
 setup: AllAtOnce, Incremental, External, resilient, HA), every canonical
@@ -108,7 +109,7 @@ flags:
 	ctx, stop := signalContext()
 	defer stop()
 	m, err := matrix.Run(ctx, matrix.Options{
-		Targets: targets, Workers: *workers, Integrations: ints, Only: re, Out: dir, Progress: stderr,
+		Targets: targets, Workers: *workers, Parallel: *parallel, Integrations: ints, Only: re, Out: dir, Progress: stderr,
 		Behaviours:       matrix.Canonical(matrix.CanonicalOptions{Kinds: kinds, StressJobs: *stressJobs}),
 		BehaviourTimeout: *bTimeout,
 		Command:          "mktk matrix " + strings.Join(args, " "),

@@ -23,6 +23,7 @@ func TestMatrixRefusesBadFlags(t *testing.T) {
 		{[]string{"--source", t.TempDir()}, "not a Kueue checkout (no cmd/kueue)"},
 		{[]string{"--only", "("}, "--only:"},
 		{[]string{"--workers", "1", "--out", t.TempDir()}, "Options.Workers: 1"},
+		{[]string{"--parallel", "-1", "--out", t.TempDir()}, "Options.Parallel: -1"},
 		{[]string{"extra"}, `unexpected argument "extra"`},
 	} {
 		var stdout, stderr bytes.Buffer

@@ -9,11 +9,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 )
 
 // recorder keeps the outcomes, appends each to OutcomesFile and writes its
 // cell's report.
 type recorder struct {
+	mu       sync.Mutex // targets may run at once (Options.Parallel)
 	dir      string
 	f        *os.File
 	outcomes []Outcome
@@ -29,6 +31,8 @@ func newRecorder(dir string) (*recorder, error) {
 }
 
 func (r *recorder) add(o Outcome, b Behaviour, s Setup, facts string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	r.outcomes = append(r.outcomes, o)
 	line, err := json.Marshal(o)
 	if err == nil {

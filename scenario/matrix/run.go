@@ -10,9 +10,11 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/multikueue-testkit/testkit/internal/redact"
+	"github.com/multikueue-testkit/testkit/internal/syncwriter"
 	"github.com/multikueue-testkit/testkit/scenario"
 	"github.com/multikueue-testkit/testkit/topology"
 )
@@ -40,6 +42,11 @@ type Options struct {
 	// Progress receives a line per topology and per cell, with an
 	// estimate of the time left; nil discards.
 	Progress io.Writer
+	// Parallel is how many targets run at once, each on its own
+	// topologies; default 1 (one after another). A behaviour then runs
+	// on a machine its sibling target also loads: a verdict that differs
+	// from a run one at a time is worth a second look.
+	Parallel int
 	// Command and Machine are recorded in the matrix (how and where).
 	Command, Machine string
 }
@@ -77,9 +84,12 @@ func Run(ctx context.Context, o Options) (Matrix, error) {
 	if o.BehaviourTimeout == 0 {
 		o.BehaviourTimeout = 20 * time.Minute
 	}
-	progress := o.Progress
-	if progress == nil {
-		progress = io.Discard
+	if o.Parallel == 0 {
+		o.Parallel = 1
+	}
+	var progress io.Writer = io.Discard
+	if o.Progress != nil {
+		progress = syncwriter.New(o.Progress) // targets may run at once
 	}
 	if err := os.MkdirAll(o.Out, 0o755); err != nil {
 		return Matrix{}, fmt.Errorf("matrix: Options.Out: %w", err)
@@ -96,27 +106,35 @@ func Run(ctx context.Context, o Options) (Matrix, error) {
 	}
 	groups := groupBySetup(o.Behaviours)
 	eta := &estimate{start: time.Now(), total: len(o.Targets) * len(o.Behaviours)}
-	started := time.Now()
-	var cols []Column
-	for _, t := range o.Targets {
-		col := Column{Label: t.Label(), Target: t}
-		tStart := time.Now()
-		for _, g := range groups {
-			if ctx.Err() != nil {
-				break
-			}
-			s, ok := setups[g.setup]
-			if !ok {
-				return Matrix{}, fmt.Errorf("matrix: behaviour %q: unknown setup %q", g.behaviours[0].Name, g.setup)
-			}
-			v := runSetup(ctx, o, t, s, g.behaviours, rec, eta, progress)
-			if col.Kueue == "" {
-				col.Kueue = v
-			}
+	for _, g := range groups {
+		if _, ok := setups[g.setup]; !ok {
+			return Matrix{}, fmt.Errorf("matrix: behaviour %q: unknown setup %q", g.behaviours[0].Name, g.setup)
 		}
-		col.Seconds = seconds(time.Since(tStart))
-		cols = append(cols, col)
 	}
+	started := time.Now()
+	cols := make([]Column, len(o.Targets))
+	sem := make(chan struct{}, o.Parallel)
+	var wg sync.WaitGroup
+	for i, t := range o.Targets {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			col := Column{Label: t.Label(), Target: t}
+			tStart := time.Now()
+			for _, g := range groups {
+				if ctx.Err() != nil {
+					break
+				}
+				v := runSetup(ctx, o, t, setups[g.setup], g.behaviours, rec, eta, progress)
+				if col.Kueue == "" {
+					col.Kueue = v
+				}
+			}
+			col.Seconds = seconds(time.Since(tStart))
+			cols[i] = col
+		})
+	}
+	wg.Wait()
 	m := Build(o.Behaviours, cols, rec.outcomes)
 	m.Started, m.Finished = started, time.Now()
 	m.Command, m.Machine, m.Workers = o.Command, o.Machine, o.Workers
@@ -140,6 +158,9 @@ func (o Options) validate() error {
 			errs = append(errs, fmt.Errorf("matrix: Options.Targets[%d]: %q twice", i, t.Label()))
 		}
 		seen[t.Label()] = true
+	}
+	if o.Parallel < 0 {
+		errs = append(errs, fmt.Errorf("matrix: Options.Parallel: %d; want 1 or more targets at once, 0 for 1", o.Parallel))
 	}
 	if o.Workers < 0 || o.Workers == 1 || o.Workers > 20 {
 		errs = append(errs, fmt.Errorf("matrix: Options.Workers: %d; want 2 to 20 (0 for 2): the scenarios need a worker to lose", o.Workers))
@@ -280,11 +301,14 @@ func describeFacts(f topology.KueueFacts) string {
 // estimate prints a line per cell with the time left, from the mean time
 // per cell so far.
 type estimate struct {
+	mu          sync.Mutex
 	start       time.Time
 	total, done int
 }
 
 func (e *estimate) cell(w io.Writer, target, behaviour string, v Verdict, took time.Duration) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	e.done++
 	el := time.Since(e.start)
 	left := time.Duration(float64(el) / float64(e.done) * float64(e.total-e.done))

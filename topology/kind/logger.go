@@ -4,25 +4,11 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"sync"
 
 	kindlog "sigs.k8s.io/kind/pkg/log"
 
 	"github.com/multikueue-testkit/testkit/internal/redact"
 )
-
-// syncWriter serialises writes: clusters are created and installed in
-// parallel, and Progress may be a plain buffer.
-type syncWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (s *syncWriter) Write(b []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Write(b)
-}
 
 // progressLogger is kind's logger, writing kind's user-facing messages
 // (verbosity 0, warnings, errors) as one progress line each, prefixed with

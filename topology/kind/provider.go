@@ -21,6 +21,7 @@ import (
 
 	"github.com/multikueue-testkit/testkit/connect"
 	"github.com/multikueue-testkit/testkit/internal/redact"
+	"github.com/multikueue-testkit/testkit/internal/syncwriter"
 	"github.com/multikueue-testkit/testkit/topology"
 	"github.com/multikueue-testkit/testkit/topology/existing"
 	"github.com/multikueue-testkit/testkit/topology/install"
@@ -164,7 +165,7 @@ func (p *Provider) Provision(ctx context.Context, spec topology.Spec) (*topology
 		return nil, nil, errClosed
 	}
 	o := p.opts
-	progress := &syncWriter{w: spec.Progress}
+	progress := syncwriter.New(spec.Progress) // clusters are made in parallel
 	members, err := p.members(spec)
 	if err != nil {
 		return nil, nil, err
