@@ -102,9 +102,7 @@ func (d Redispatch) Held(stopped time.Time) time.Duration { return d.Released.Su
 // (ClusterActive, waiting up to KueueReconnectBackoffMax more than usual), and for every Job ExactlyOnceAdmitted (per admission
 // cycle: the re-dispatch is a new cycle), NominationCleared, LosersCleaned,
 // Finished, StatusSynced and the outcome; QuotaRespected over the run and
-// NoOrphans (the lost worker's stale copies removed after it returned). A
-// Job found not re-dispatched is named once: the per-Job checks and
-// NoOrphans, which would only restate it after their windows, skip it. The
+// NoOrphans (the lost worker's stale copies removed after it returned). The
 // error joins every failed check.
 func WorkerOutage(ctx context.Context, env *Env, o OutageOptions) (OutageResult, error) {
 	r, err := begin(env, "WorkerOutage")
@@ -203,14 +201,10 @@ func (r *run) lose(ctx context.Context, o OutageOptions, opts string, ready func
 	// after that: one deadline for all, not one wait each (a Kueue that
 	// never re-dispatches costs that window once, not once per Job).
 	deadline := res.Stopped.Add(wlt + o.RedispatchBound + r.chk.Timeout)
-	stuck := map[client.Object]bool{} // not re-dispatched: named once, not judged again
 	for _, ob := range inFlight {
 		d, err := r.redispatched(ctx, ob, victim.Name, deadline)
 		errs = append(errs, err)
 		res.InFlight = append(res.InFlight, d)
-		if err != nil {
-			stuck[ob] = true
-		}
 	}
 	restart()
 	backChk := *r.chk
@@ -225,20 +219,11 @@ func (r *run) lose(ctx context.Context, o OutageOptions, opts string, ready func
 			res.Active = e.Time
 		}
 	}
-	for i, d := range res.InFlight {
-		if !stuck[inFlight[i]] {
-			errs = append(errs, judgeHold(r.name, d, victim.Name, res.Stopped, wlt, o.RedispatchBound))
-		}
+	for _, d := range res.InFlight {
+		errs = append(errs, judgeHold(r.name, d, victim.Name, res.Stopped, wlt, o.RedispatchBound))
 	}
-	// The Jobs found not re-dispatched are not judged again (as
-	// ManagerRestart skips the Jobs not resumed): each check would only
-	// wait out its window to restate that failure.
-	judged := slices.DeleteFunc(slices.Clone(objs), func(ob client.Object) bool { return stuck[ob] })
-	errs = append(errs, r.judge(ctx, judged, append(append(r.placementChecks(), r.runChecks()...), r.outcomeCheck())...))
-	errs = append(errs, r.chk.QuotaRespected(ctx))
-	if len(stuck) == 0 {
-		errs = append(errs, r.chk.NoOrphans(ctx)) // else their copies may stay; that is the same cause
-	}
+	errs = append(errs, r.judge(ctx, objs, append(append(r.placementChecks(), r.runChecks()...), r.outcomeCheck())...))
+	errs = append(errs, r.chk.QuotaRespected(ctx), r.chk.NoOrphans(ctx))
 	res.Placement, res.Unrecorded = r.placements(ctx, objs)
 	for _, ob := range objs {
 		res.Jobs = append(res.Jobs, jobOf(ob)...)
