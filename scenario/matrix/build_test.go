@@ -4,17 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/multikueue-testkit/testkit/assert"
 	"github.com/multikueue-testkit/testkit/scenario"
-	"github.com/multikueue-testkit/testkit/topology"
 )
 
 // recorded reads testdata/outcomes.jsonl: two targets, each class of cell.
@@ -187,39 +184,6 @@ func TestRunRefusesBadOptions(t *testing.T) {
 	for _, want := range []string{"Options.Targets[0]: neither", "Options.Targets[1]: both", "Options.Targets[3]: \"v0.19.2\" twice", "Options.Workers: 1", "Options.Parallel: -1", "Options.Out", "Options.Start"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q: %v", want, err)
-		}
-	}
-}
-
-// TestRunInParallelKeepsTheColumns runs three targets two at a time, with a
-// Start that fails (no clusters): every cell is recorded once, as
-// infrastructure, and the columns stay in the targets' order.
-func TestRunInParallelKeepsTheColumns(t *testing.T) {
-	targets := []Target{{Version: "v0.17.1"}, {Version: "v0.18.4"}, {Version: "v0.19.2"}}
-	var started atomic.Int32
-	m, err := Run(context.Background(), Options{
-		Targets: targets, Parallel: 2, Out: t.TempDir(), Progress: io.Discard,
-		Start: func(ctx context.Context, tg Target, s Setup) (*topology.Topology, error) {
-			started.Add(1)
-			return nil, fmt.Errorf("no topology for %s in this test", tg.Version)
-		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n := int(started.Load()); n != len(targets)*len(Setups(2, nil)) {
-		t.Errorf("%d setups started, want %d", n, len(targets)*len(Setups(2, nil)))
-	}
-	for i, c := range m.Columns {
-		if c.Label != targets[i].Label() {
-			t.Errorf("column %d is %q, want %q", i, c.Label, targets[i].Label())
-		}
-	}
-	for _, r := range m.Rows {
-		for i, c := range r.Cells {
-			if c.Verdict != Infrastructure || !strings.Contains(c.FirstLine, "no topology for "+targets[i].Version) {
-				t.Errorf("%s on %s: %s %q, want infrastructure naming the target", r.Behaviour, targets[i].Label(), c.Verdict, c.FirstLine)
-			}
 		}
 	}
 }

@@ -2,10 +2,12 @@ package matrix_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/multikueue-testkit/testkit/internal/testlog"
@@ -65,6 +67,39 @@ func TestRunOnTheDefaultKueue(t *testing.T) {
 	for _, f := range []string{matrix.MarkdownFile, matrix.HTMLFile, matrix.OutcomesFile} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 			t.Error(err)
+		}
+	}
+}
+
+// TestRunInParallelKeepsTheColumns runs three targets two at a time, with a
+// Start that fails (no clusters): every cell is recorded once, as
+// infrastructure, and the columns stay in the targets' order.
+func TestRunInParallelKeepsTheColumns(t *testing.T) {
+	targets := []matrix.Target{{Version: "v0.17.1"}, {Version: "v0.18.4"}, {Version: "v0.19.2"}}
+	var started atomic.Int32
+	m, err := matrix.Run(context.Background(), matrix.Options{
+		Targets: targets, Parallel: 2, Out: t.TempDir(), Progress: testlog.Writer(t),
+		Start: func(ctx context.Context, tg matrix.Target, s matrix.Setup) (*topology.Topology, error) {
+			started.Add(1)
+			return nil, fmt.Errorf("no topology for %s in this test", tg.Version)
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := int(started.Load()); n != len(targets)*len(matrix.Setups(2, nil)) {
+		t.Errorf("%d setups started, want %d", n, len(targets)*len(matrix.Setups(2, nil)))
+	}
+	for i, c := range m.Columns {
+		if c.Label != targets[i].Label() {
+			t.Errorf("column %d is %q, want %q", i, c.Label, targets[i].Label())
+		}
+	}
+	for _, r := range m.Rows {
+		for i, c := range r.Cells {
+			if c.Verdict != matrix.Infrastructure || !strings.Contains(c.FirstLine, "no topology for "+targets[i].Version) {
+				t.Errorf("%s on %s: %s %q, want infrastructure naming the target", r.Behaviour, targets[i].Label(), c.Verdict, c.FirstLine)
+			}
 		}
 	}
 }
