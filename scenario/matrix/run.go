@@ -116,8 +116,8 @@ func Run(ctx context.Context, o Options) (Matrix, error) {
 	sem := make(chan struct{}, o.Parallel)
 	var wg sync.WaitGroup
 	for i, t := range o.Targets {
+		sem <- struct{}{} // the targets start in their order
 		wg.Go(func() {
-			sem <- struct{}{}
 			defer func() { <-sem }()
 			col := Column{Label: t.Label(), Target: t}
 			tStart := time.Now()
