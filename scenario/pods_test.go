@@ -11,10 +11,10 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/multikueue-testkit/testkit/assert"
+	"github.com/multikueue-testkit/testkit/internal/kobj"
 	"github.com/multikueue-testkit/testkit/internal/poll"
 	"github.com/multikueue-testkit/testkit/observe"
 	"github.com/multikueue-testkit/testkit/scenario"
@@ -77,19 +77,26 @@ func removeGroupCopies(t *testing.T, env *scenario.Env, namespace, group string)
 	ctx := context.Background()
 	sel := client.MatchingLabels{workload.PodGroupNameLabel: group}
 	mgr := env.Topo.Manager
+	var kept corev1.PodList
 	err := poll.Until(ctx, time.Minute, fmt.Sprintf("cluster %q: pod group %s/%s deleted", mgr.Name, namespace, group), func(ctx context.Context) error {
-		var list corev1.PodList
-		if err := mgr.Client.List(ctx, &list, client.InNamespace(namespace), sel); err != nil {
+		if err := mgr.Client.List(ctx, &kept, client.InNamespace(namespace), sel); err != nil {
 			return err
 		}
-		if n := len(list.Items); n > 0 {
+		if n := len(kept.Items); n > 0 {
 			return fmt.Errorf("%d pods left", n)
 		}
 		return nil
 	})
 	if err != nil {
-		// Not this test's verdict; the copies are still looked for.
-		t.Logf("cleanup: %v", err)
+		// Not this test's verdict: Kueue keeps a group's pods (its
+		// finalizer) while it cleans up; they go, and the copies are
+		// still looked for.
+		t.Logf("cleanup: %v: removing them", err)
+		for i := range kept.Items {
+			if err := kobj.Remove(ctx, mgr, &kept.Items[i]); err != nil {
+				t.Errorf("cleanup: %v", err)
+			}
+		}
 	}
 	copiesSel := client.MatchingLabels{workload.PodGroupNameLabel: group, observe.LabelOrigin: env.Topo.Spec.Kueue.Origin}
 	for _, w := range env.Topo.Workers {
@@ -116,12 +123,8 @@ func removeGroupCopies(t *testing.T, env *scenario.Env, namespace, group string)
 		}
 		t.Logf("cleanup: %v (%s): Kueue left them after the group was deleted on the manager; removing them", err, strings.Join(states, "; "))
 		for i := range left.Items {
-			p := &left.Items[i]
-			if len(p.Finalizers) > 0 {
-				_ = w.Client.Patch(ctx, p, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))
-			}
-			if err := w.Client.Delete(ctx, p); client.IgnoreNotFound(err) != nil {
-				t.Errorf("cleanup: cluster %q: delete Pod %s/%s: %v", w.Name, p.Namespace, p.Name, err)
+			if err := kobj.Remove(ctx, w, &left.Items[i]); err != nil {
+				t.Errorf("cleanup: %v", err)
 			}
 		}
 	}
