@@ -3,6 +3,8 @@ package assert
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -57,6 +59,8 @@ func (c *Checker) StatusSynced(ctx context.Context, job client.Object) error {
 		remote, inferred = last.cluster, last.inferred
 		rf, mf := finalOf(jobs, remote), finalOf(jobs, mgr)
 		switch {
+		case rf.typ == "" && finishedElsewhere(jobs, mgr, remote).cluster != "":
+			return nil // the remote copy is gone, the manager ended from another
 		case rf.typ == "":
 			return fmt.Errorf("the remote %s on %q has not finished", t.jobKind, remote)
 		case mf.typ == "":
@@ -87,6 +91,11 @@ func (c *Checker) StatusSynced(ctx context.Context, job client.Object) error {
 		}
 		switch {
 		case rf.typ == "":
+			if o := finishedElsewhere(jobs, mgr, remote); o.cluster != "" {
+				problems = append(problems, fmt.Sprintf("cluster %q: the remote %s never finished: it was deleted at %s; the manager's %s ended %s at %s with the status of the copy on %q (ended %s at %s), a worker the manager had not selected last",
+					remote, t.jobRef(), rel(o.deleted, t0), t.jobKind, o.manager.typ, rel(o.manager.at, t0), o.cluster, o.final.typ, rel(o.final.at, t0)))
+				break
+			}
 			problems = append(problems, fmt.Sprintf("cluster %q: the remote %s never finished", remote, t.jobRef()))
 		case mf.typ == "":
 			problems = append(problems, fmt.Sprintf("cluster %q: %s never became %s; the remote %s on %q did at %s", mgr, t.jobRef(), rf.typ, t.jobKind, remote, rel(rf.at, t0)))
@@ -207,6 +216,50 @@ func finalOf(jobs []observe.Event, cluster string) final {
 		}
 	}
 	return f
+}
+
+// elsewhere is where a manager's job took its final state from when not
+// from the worker selected last (see finishedElsewhere).
+type elsewhere struct {
+	cluster        string
+	final, manager final
+	deleted        time.Time // the selected worker's copy
+}
+
+// finishedElsewhere finds the cause when the copy on remote, the worker
+// selected last, never finished: it was deleted, the manager's job ended,
+// and its final state and status are those of another worker's copy, which
+// ended before the manager's did. MultiKueue can finish the manager's
+// Workload from a copy it no longer has selected (the earliest finished
+// remote) and delete the others. The zero value when that is not what
+// happened.
+func finishedElsewhere(jobs []observe.Event, mgr, remote string) elsewhere {
+	mf := finalOf(jobs, mgr)
+	if mf.typ == "" || finalOf(jobs, remote).typ != "" {
+		return elsewhere{}
+	}
+	var deleted time.Time
+	clusters := map[string]bool{}
+	for _, e := range jobs {
+		switch {
+		case e.Cluster == remote && e.Type == observe.Created:
+			deleted = time.Time{}
+		case e.Cluster == remote && e.Type == observe.Deleted:
+			deleted = e.Time
+		case e.Cluster != remote && e.Cluster != mgr:
+			clusters[e.Cluster] = true
+		}
+	}
+	if deleted.IsZero() {
+		return elsewhere{}
+	}
+	for _, cl := range slices.Sorted(maps.Keys(clusters)) {
+		f := finalOf(jobs, cl)
+		if f.typ == mf.typ && !f.at.After(mf.at) && (mf.status == f.status || mf.status == f.atEnd) {
+			return elsewhere{cluster: cl, final: f, manager: mf, deleted: deleted}
+		}
+	}
+	return elsewhere{}
 }
 
 // lastPlacement is t's last placement cycle and its job events; an error

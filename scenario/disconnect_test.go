@@ -91,17 +91,27 @@ func TestDisconnectFailsWhenTheWorkerStaysReachable(t *testing.T) {
 
 // finishedWhileCut returns, for o, the story when its copy on the lost
 // worker finished while the connection was cut (the worker ran on), the
-// manager re-dispatched it, and once the connection was back the manager
-// Workload never finished, though the next worker's copy did. Seen with
-// Kueue v0.19.2 (2 to 3 of the 3 Jobs in flight at the cut, in each of
-// three local runs, 2026-12-04): reconcileGroup finishes the manager
-// Workload from bestMatchByCondition(Finished), the remote that finished
-// earliest, which is the stale copy on the lost worker, and copies its
-// Job's status first (SyncJob); the API server refuses it ("status.startTime:
-// field is immutable for unsuspended job once set": the manager's Job,
-// re-dispatched, already has the new copy's startTime), Kueue's log shows
-// "copying remote controller status" failing every retry, so the manager's
-// Job never ends and the stale copy is never removed. "" otherwise.
+// manager re-dispatched it, and once the connection was back MultiKueue
+// took that stale copy for the Workload's result. Seen with Kueue v0.19.2:
+// reconcileGroup finishes the manager Workload from
+// bestMatchByCondition(Finished), the remote that finished earliest, which
+// is the stale copy on the lost worker, and copies its Job's status first
+// (SyncJob). Two outcomes:
+//
+//   - the manager Workload never finishes though the next worker's copy did
+//     (2 to 3 of the 3 Jobs in flight at the cut, in each of three local
+//     runs, 2026-12-04): the API server refuses the status copy
+//     ("status.startTime: field is immutable for unsuspended job once set":
+//     the manager's Job, re-dispatched, already has the new copy's
+//     startTime), Kueue's log shows "copying remote controller status"
+//     failing every retry, so the manager's Job never ends and the stale
+//     copy is never removed;
+//   - the copy goes through (the manager's Job had no new startTime yet):
+//     the manager's Job ends with the stale copy's status, and MultiKueue
+//     deletes the copy it had re-dispatched to, still running (1 of 3 Jobs
+//     in the CI run of 2026-12-07; StatusSynced names it).
+//
+// "" otherwise.
 func finishedWhileCut(env *scenario.Env, o client.Object, res scenario.OutageResult) string {
 	mgr := env.Topo.Manager.Name
 	mwl, err := observe.WorkloadOf(context.Background(), env.Obs.Reader(mgr), o.GetNamespace(), o.GetUID())
@@ -109,25 +119,52 @@ func finishedWhileCut(env *scenario.Env, o client.Object, res scenario.OutageRes
 		return ""
 	}
 	wl, _ := env.Obs.History(observe.KindWorkload, mwl.Namespace, mwl.Name)
-	var lostDone, otherDone time.Time
+	var lostDone, otherDone, mgrDone time.Time
 	other := ""
 	for _, e := range wl {
 		switch {
 		case e.Type != observe.Finished:
 		case e.Cluster == mgr:
-			return "" // the manager finished it
+			mgrDone = e.Time
 		case e.Cluster == res.Worker && e.Time.After(res.Stopped) && e.Time.Before(res.Restarted):
 			lostDone = e.Time
 		case e.Cluster != res.Worker && e.Time.After(res.Stopped):
 			otherDone, other = e.Time, e.Cluster
 		}
 	}
-	if lostDone.IsZero() || otherDone.IsZero() {
+	if lostDone.IsZero() {
 		return ""
 	}
-	return fmt.Sprintf("Job %s/%s: its copy on the cut-off worker %q finished at %s while the connection was cut (%s–%s), the copy it was re-dispatched to on %q finished at %s, and the manager Workload %s never finished: MultiKueue finishes it from the earliest finished remote, the stale one",
-		o.GetNamespace(), o.GetName(), res.Worker, lostDone.Format("15:04:05.000"), res.Stopped.Format("15:04:05.000"), res.Restarted.Format("15:04:05.000"),
-		other, otherDone.Format("15:04:05.000"), mwl.Name)
+	cut := fmt.Sprintf("Job %s/%s: its copy on the cut-off worker %q finished at %s while the connection was cut (%s–%s)",
+		o.GetNamespace(), o.GetName(), res.Worker, lostDone.Format("15:04:05.000"), res.Stopped.Format("15:04:05.000"), res.Restarted.Format("15:04:05.000"))
+	switch {
+	case mgrDone.IsZero() && !otherDone.IsZero():
+		return fmt.Sprintf("%s, the copy it was re-dispatched to on %q finished at %s, and the manager Workload %s never finished: MultiKueue finishes it from the earliest finished remote, the stale one",
+			cut, other, otherDone.Format("15:04:05.000"), mwl.Name)
+	case mgrDone.IsZero() || mgrDone.Before(res.Restarted):
+		return ""
+	}
+	// The manager finished after the connection was back: from the stale
+	// copy when the re-dispatched one was deleted before it finished.
+	jobs, _ := env.Obs.History(observe.KindJob, o.GetNamespace(), o.GetName())
+	created, ended := map[string]bool{}, map[string]bool{}
+	for _, e := range jobs {
+		if e.Cluster == mgr || e.Cluster == res.Worker {
+			continue
+		}
+		switch e.Type {
+		case observe.Created:
+			created[e.Cluster] = e.Time.After(res.Stopped)
+		case observe.JobSucceeded, observe.JobFailed:
+			ended[e.Cluster] = true
+		case observe.Deleted:
+			if created[e.Cluster] && !ended[e.Cluster] && !e.Time.Before(res.Restarted) {
+				return fmt.Sprintf("%s; once the connection was back MultiKueue finished the manager Workload %s from it at %s (the earliest finished remote) and deleted the copy it had re-dispatched to on %q, unfinished, at %s",
+					cut, mwl.Name, mgrDone.Format("15:04:05.000"), e.Cluster, e.Time.Format("15:04:05.000"))
+			}
+		}
+	}
+	return ""
 }
 
 // kubeconfigOf reads the kubeconfig Kueue uses for worker from its Secret.
