@@ -51,11 +51,14 @@ type Installer func(ctx context.Context, c *topology.Cluster, plan InstallPlan) 
 // Plan is the installation of one cluster of a topology with spec whose
 // connector needs needs: the manager gets them (the ClusterProfile CRD,
 // gate and credentials providers when the connector asks for them),
-// workers do not (KueueNeeds.For); each cluster runs
+// workers do not (KueueNeeds.For), nor Kueue.CredentialsPlugin; each cluster runs
 // spec.KueueConfiguration of its needs.
 func (k KueueInstall) Plan(spec topology.Spec, needs topology.KueueNeeds, role topology.Role, progress io.Writer) InstallPlan {
 	ko := k.Kueue
 	ko.Spec, ko.Needs = spec, needs.For(role)
+	if role != topology.RoleManager {
+		ko.CredentialsPlugin = nil // only the manager's Kueue runs the credentials providers
+	}
 	if ko.Progress == nil {
 		ko.Progress = progress
 	}

@@ -13,6 +13,7 @@ import (
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/postrender"
 	"helm.sh/helm/v3/pkg/registry"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/yaml"
@@ -133,7 +134,7 @@ const renderKubeVersion = "v1.36.0"
 // ClientOnly, as `helm template` does) and returns the manifest. includeCRDs
 // adds the chart's crds/ directory (Kueue keeps its CRDs in templates/, so
 // they are always rendered; JobSet keeps them in crds/).
-func render(ch *chart.Chart, releaseName, namespace string, values map[string]any, includeCRDs bool) (string, error) {
+func render(ch *chart.Chart, releaseName, namespace string, values map[string]any, includeCRDs bool, post postrender.PostRenderer) (string, error) {
 	kv, err := chartutil.ParseKubeVersion(renderKubeVersion)
 	if err != nil {
 		return "", err
@@ -145,6 +146,7 @@ func render(ch *chart.Chart, releaseName, namespace string, values map[string]an
 	inst.Namespace = namespace
 	inst.KubeVersion = kv
 	inst.IncludeCRDs = includeCRDs
+	inst.PostRenderer = post
 	rel, err := inst.Run(ch, values)
 	if err != nil {
 		return "", fmt.Errorf("install: rendering chart %s %s as release %q in namespace %q: %w", ch.Name(), ch.Metadata.Version, releaseName, namespace, err)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"golang.org/x/mod/semver"
+	"helm.sh/helm/v3/pkg/postrender"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation"
 	componentconfig "k8s.io/component-base/config/v1alpha1"
@@ -69,6 +70,12 @@ type KueueOptions struct {
 	// enableCertManager...). They may not set managerConfig (built from
 	// Spec) nor fullnameOverride (set to ReleaseName).
 	Values map[string]any
+	// CredentialsPlugin, when set, puts the ClusterProfile credentials
+	// plugin into Kueue's pod at the path of Needs' credentials provider
+	// (see CredentialsPlugin). Needed on a real manager with the
+	// ClusterProfile connector; the local topology runs the plugin from
+	// the host.
+	CredentialsPlugin *CredentialsPlugin
 	// TakeOwnership lets Helm adopt objects of the chart that exist without
 	// this release's ownership (a Kueue applied with kubectl). Uninstall then
 	// deletes them.
@@ -123,6 +130,7 @@ type kueuePlan struct {
 	ns      string
 	values  map[string]any
 	config  *managerConfig
+	plugin  *pluginInjection // nil without a CredentialsPlugin
 	timeout time.Duration
 }
 
@@ -184,7 +192,20 @@ func planKueue(ctx context.Context, opts KueueOptions) (*kueuePlan, error) {
 		"managerConfig": map[string]any{"controllerManagerConfigYaml": mc.yaml},
 	}
 	mergeValues(values, opts.Values)
-	return &kueuePlan{opts: opts, chart: ch, name: name, ns: ns, values: values, config: mc, timeout: cmp.Or(opts.Timeout, DefaultTimeout)}, nil
+	plugin, err := planPlugin(opts.CredentialsPlugin, opts.Needs, name)
+	if err != nil {
+		return nil, err
+	}
+	return &kueuePlan{opts: opts, chart: ch, name: name, ns: ns, values: values, config: mc, plugin: plugin, timeout: cmp.Or(opts.Timeout, DefaultTimeout)}, nil
+}
+
+// postRenderer is what Helm runs over the rendered manifest: nil, or the
+// credentials plugin's injection.
+func (p *kueuePlan) postRenderer() postrender.PostRenderer {
+	if p.plugin == nil {
+		return nil
+	}
+	return p.plugin
 }
 
 // mergeValues merges over into dst: maps key by key, anything else replaced.
@@ -208,7 +229,7 @@ func RenderKueue(ctx context.Context, opts KueueOptions) (*KueueRender, error) {
 	if err != nil {
 		return nil, err
 	}
-	manifest, err := render(p.chart.chart, p.name, p.ns, p.values, false)
+	manifest, err := render(p.chart.chart, p.name, p.ns, p.values, false, p.postRenderer())
 	if err != nil {
 		return nil, err
 	}
@@ -265,7 +286,7 @@ func Kueue(ctx context.Context, cluster *topology.Cluster, opts KueueOptions) (*
 	}
 	rel, err := installOrUpgrade(ctx, releaseRequest{
 		cluster: cluster, chart: p.chart, name: p.name, namespace: p.ns, values: p.values,
-		takeOwnership: opts.TakeOwnership, timeout: p.timeout, progress: progress,
+		takeOwnership: opts.TakeOwnership, timeout: p.timeout, progress: progress, postRenderer: p.postRenderer(),
 	})
 	if err != nil {
 		return nil, err

@@ -131,7 +131,7 @@ func renderOperator(ctx context.Context, op operator, opts OperatorOptions) (*Op
 	if err != nil {
 		return nil, err
 	}
-	manifest, err := render(p.chart.chart, p.name, p.ns, p.values, true)
+	manifest, err := render(p.chart.chart, p.name, p.ns, p.values, true, nil)
 	if err != nil {
 		return nil, err
 	}

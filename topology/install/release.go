@@ -9,6 +9,7 @@ import (
 
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/kube"
+	"helm.sh/helm/v3/pkg/postrender"
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage/driver"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -102,6 +103,7 @@ type releaseRequest struct {
 	takeOwnership bool
 	timeout       time.Duration
 	progress      io.Writer
+	postRenderer  postrender.PostRenderer // nil: the manifest as rendered
 }
 
 // installOrUpgrade installs the release when the cluster has none of that
@@ -139,6 +141,7 @@ func installOrUpgrade(ctx context.Context, req releaseRequest) (*Release, error)
 		in.CreateNamespace = true
 		in.Replace = last != nil
 		in.TakeOwnership = req.takeOwnership
+		in.PostRenderer = req.postRenderer
 		in.Timeout = req.timeout
 		rel, err = in.RunWithContext(ctx, ch, req.values)
 	default:
@@ -146,6 +149,7 @@ func installOrUpgrade(ctx context.Context, req releaseRequest) (*Release, error)
 		up := action.NewUpgrade(cfg)
 		up.Namespace = req.namespace
 		up.TakeOwnership = req.takeOwnership
+		up.PostRenderer = req.postRenderer
 		up.Timeout = req.timeout
 		rel, err = up.RunWithContext(ctx, req.name, ch, req.values)
 	}

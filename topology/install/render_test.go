@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -503,5 +504,89 @@ func TestRenderKueueVersion(t *testing.T) {
 	opts.Version = "0.19"
 	if _, err := install.RenderKueue(ctx, opts); err == nil || !strings.Contains(err.Error(), "KueueOptions.Version") {
 		t.Errorf("a bad version: got %v, want an error naming KueueOptions.Version", err)
+	}
+}
+
+// TestRenderKueueCredentialsPlugin: the plugin lands in Kueue's pod at the
+// credentials provider's path (an emptyDir, an init container copying it
+// from the plugin's image, the manager mounting it read-only there), the
+// rest of the Deployment as the chart renders it; bad input is refused
+// naming the field.
+func TestRenderKueueCredentialsPlugin(t *testing.T) {
+	ctx := context.Background()
+	opts, _ := renderCase(t)
+	plain, err := install.RenderKueue(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.CredentialsPlugin = &install.CredentialsPlugin{Image: install.Image{Repository: "example.test/secretreader", Tag: "v0.1.3"}, Source: "/secretreader-plugin"}
+	r, err := install.RenderKueue(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deployment := func(r *install.KueueRender) *appsv1.Deployment {
+		d := &appsv1.Deployment{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(find(t, r.Objects, "Deployment", "kueue-controller-manager").Object, d); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	before, after := deployment(plain).Spec.Template.Spec, deployment(r).Spec.Template.Spec
+	if n := len(after.InitContainers); n != 1 {
+		t.Fatalf("%d init containers, want 1", n)
+	}
+	ic := after.InitContainers[0]
+	if ic.Image != "example.test/secretreader:v0.1.3" || ic.ImagePullPolicy != corev1.PullIfNotPresent ||
+		!slices.Equal(ic.Command, []string{"cp", "/secretreader-plugin", "/plugins/secretreader-plugin"}) ||
+		len(ic.VolumeMounts) != 1 || ic.VolumeMounts[0].MountPath != "/plugins" {
+		t.Errorf("init container %s %s %q mounts %+v; want the image, cp to /plugins/secretreader-plugin, /plugins mounted", ic.Image, ic.ImagePullPolicy, ic.Command, ic.VolumeMounts)
+	}
+	vol := ic.VolumeMounts[0].Name
+	var mgr corev1.Container
+	for _, c := range after.Containers {
+		if c.Name == "manager" {
+			mgr = c
+		}
+	}
+	if m := mgr.VolumeMounts[len(mgr.VolumeMounts)-1]; m.Name != vol || m.MountPath != "/plugins" || !m.ReadOnly {
+		t.Errorf("the manager's last mount %+v, want %s at /plugins read-only", m, vol)
+	}
+	if len(after.Volumes) != len(before.Volumes)+1 || after.Volumes[len(after.Volumes)-1].EmptyDir == nil {
+		t.Errorf("volumes %+v, want the chart's and one emptyDir", after.Volumes)
+	}
+	if len(r.Objects) != len(plain.Objects) {
+		t.Errorf("%d objects with the plugin, %d without; want the same", len(r.Objects), len(plain.Objects))
+	}
+	if cmd := r.Config.MultiKueue.ClusterProfile.CredentialsProviders[0].ExecConfig.Command; cmd != "/plugins/secretreader-plugin" {
+		t.Errorf("Kueue runs %q, want /plugins/secretreader-plugin", cmd)
+	}
+
+	for _, tc := range []struct {
+		name  string
+		edit  func(*install.KueueOptions)
+		field string
+	}{
+		{"no image", func(o *install.KueueOptions) { o.CredentialsPlugin.Image.Repository = "" }, "CredentialsPlugin.Image.Repository"},
+		{"relative source", func(o *install.KueueOptions) { o.CredentialsPlugin.Source = "secretreader-plugin" }, "CredentialsPlugin.Source"},
+		{"no provider", func(o *install.KueueOptions) { o.Needs = topology.KueueNeeds{} }, "name no credentials provider"},
+		{"two providers", func(o *install.KueueOptions) {
+			o.Needs.CredentialsProviders = append(o.Needs.CredentialsProviders, o.Needs.CredentialsProviders[0])
+		}, "2 credentials providers"},
+		{"plugin at the root", func(o *install.KueueOptions) {
+			o.Needs.CredentialsProviders[0].ExecConfig.Command = "/secretreader-plugin"
+		}, "PluginCommand"},
+		{"plugin in a chart mount", func(o *install.KueueOptions) {
+			o.Needs.CredentialsProviders[0].ExecConfig.Command = "/visibility/secretreader-plugin"
+		}, "overlaps the chart's mount /visibility"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o, _ := renderCase(t)
+			o.CredentialsPlugin = &install.CredentialsPlugin{Image: install.Image{Repository: "example.test/secretreader"}, Source: "/secretreader-plugin"}
+			tc.edit(&o)
+			_, err := install.RenderKueue(ctx, o)
+			if err == nil || !strings.Contains(err.Error(), tc.field) {
+				t.Fatalf("error %v, want one naming %s", err, tc.field)
+			}
+		})
 	}
 }

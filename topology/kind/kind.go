@@ -57,8 +57,8 @@
 // Not supported: the Ray integrations (install.KubeRay installs the
 // operator, but this provider builds no KubeRay image to load into the
 // nodes; see ErrNoKubeRayImage), and the ClusterProfile
-// connector's exec credentials plugin, which would have to be inside the
-// Kueue image.
+// connector's exec credentials plugin, which install.CredentialsPlugin puts
+// into Kueue's pod from an image this provider does not build yet.
 package kind
 
 import (

@@ -8,11 +8,14 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	configapi "sigs.k8s.io/kueue/apis/config/v1beta2"
 
 	"github.com/multikueue-testkit/testkit/internal/testlog"
 	"github.com/multikueue-testkit/testkit/topology"
@@ -54,7 +57,13 @@ func TestChartsOnAPIServer(t *testing.T) {
 		spec := topo.Spec
 		spec.Kueue.Namespace = "kueue-chart"
 		start := time.Now()
-		r, err := install.RenderKueue(ctx, install.KueueOptions{Spec: spec, ReleaseName: "chart-kueue"})
+		// With the ClusterProfile credentials plugin put into the pod: the
+		// post-rendered Deployment must be one the API server accepts.
+		needs := topology.KueueNeeds{CredentialsProviders: []configapi.ClusterProfileCredentialsProvider{{
+			Name: "secretreader", ExecConfig: clientcmdapi.ExecConfig{Command: "/plugins/secretreader-plugin", APIVersion: "client.authentication.k8s.io/v1"},
+		}}}
+		plugin := &install.CredentialsPlugin{Image: install.Image{Repository: "example.test/secretreader", Tag: "v0.1.3"}, Source: "/secretreader-plugin"}
+		r, err := install.RenderKueue(ctx, install.KueueOptions{Spec: spec, ReleaseName: "chart-kueue", Needs: needs, CredentialsPlugin: plugin})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -92,6 +101,13 @@ func TestChartsOnAPIServer(t *testing.T) {
 		}
 		if persisted["Deployment"] != 1 || dry["CustomResourceDefinition"] != 11 {
 			t.Errorf("persisted %v, dry run %v: want the Deployment and 11 CRDs among them", persisted, dry)
+		}
+		var d appsv1.Deployment
+		if err := worker.Client.Get(ctx, client.ObjectKey{Namespace: spec.Kueue.Namespace, Name: "chart-kueue-controller-manager"}, &d); err != nil {
+			t.Fatalf("cluster %q: %v", worker.Name, err)
+		}
+		if ics := d.Spec.Template.Spec.InitContainers; len(ics) != 1 || ics[0].Image != "example.test/secretreader:v0.1.3" {
+			t.Errorf("cluster %q: Deployment %s/%s init containers %+v, want the credentials plugin's", worker.Name, d.Namespace, d.Name, ics)
 		}
 	})
 
