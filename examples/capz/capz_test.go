@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -34,7 +35,7 @@ const (
 	// Provision mode, otherwise.
 	EnvClusterClass = "MKTK_CAPZ_CLUSTER_CLASS"      // required, e.g. the aks-clusterclass flavor's
 	EnvVersion      = "MKTK_CAPZ_KUBERNETES_VERSION" // required, e.g. v1.33.2
-	EnvWorkerCount  = "MKTK_CAPZ_WORKER_COUNT"       // default 2
+	EnvWorkerCount  = "MKTK_CAPZ_WORKER_COUNT"       // default 3
 	EnvNamePrefix   = "MKTK_CAPZ_NAME_PREFIX"        // default "mktk": mktk-manager, mktk-worker-1...
 	EnvVariables    = "MKTK_CAPZ_VARIABLES"          // a JSON object of spec.topology.variables
 	EnvKeep         = "MKTK_CAPZ_KEEP_CLUSTERS"      // "1": leave the Clusters on Close
@@ -101,7 +102,7 @@ func inputFromEnv() (Input, error) {
 	if o.ClusterClass.Name == "" || o.KubernetesVersion == "" {
 		return Input{}, fmt.Errorf("provision mode needs %s and %s (or set %s to attach existing Clusters)", EnvClusterClass, EnvVersion, EnvManager)
 	}
-	n := 2
+	n := 3
 	if s := os.Getenv(EnvWorkerCount); s != "" {
 		var err error
 		if n, err = strconv.Atoi(s); err != nil || n < 1 {
@@ -147,5 +148,17 @@ func TestInputFromEnv(t *testing.T) {
 	in, err = inputFromEnv()
 	if err != nil || in.Attach == nil || in.Attach.Manager != "mgr" || in.Attach.WorkerSelector != "role=worker" {
 		t.Errorf("attach input %+v, err %v", in.Attach, err)
+	}
+}
+
+// The Ginkgo spec behind the e2e build tag (e2e_test.go) compiles: it is
+// what a CAPZ suite runs, and `go test ./...` does not build it otherwise.
+func TestE2ESpecBuilds(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: runs go vet")
+	}
+	out, err := exec.Command("go", "vet", "-tags", "e2e", ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go vet -tags e2e ./examples/capz: %v\n%s", err, out)
 	}
 }
