@@ -13,6 +13,7 @@ import (
 
 	"github.com/multikueue-testkit/testkit/topology"
 	"github.com/multikueue-testkit/testkit/topology/existing"
+	"github.com/multikueue-testkit/testkit/topology/install"
 )
 
 // AttachOptions choose CAPI Clusters that exist on a management cluster, to
@@ -41,6 +42,10 @@ type AttachOptions struct {
 	// ConnectTimeout bounds the first contact with each API server; default
 	// 30 seconds.
 	ConnectTimeout time.Duration
+	// Install, when set, puts Kueue on the Clusters before they are
+	// attached (existing.Options.Install): for Clusters a spec made
+	// without Kueue.
+	Install *install.Step
 }
 
 // Attach attaches the Clusters o selects: Select, then existing.New. Each
@@ -102,7 +107,7 @@ func Select(ctx context.Context, o AttachOptions) (existing.Options, error) {
 			return existing.Options{}, fmt.Errorf("capz: AttachOptions.WorkerSelector: %q matches no worker Cluster in %s on management cluster %q (it has %v)", o.WorkerSelector, o.Namespace, mgmtName, all)
 		}
 	}
-	eo := existing.Options{Mode: o.Mode, AdmissionCheck: o.AdmissionCheck, ConnectTimeout: o.ConnectTimeout}
+	eo := existing.Options{Mode: o.Mode, AdmissionCheck: o.AdmissionCheck, ConnectTimeout: o.ConnectTimeout, Install: o.Install}
 	for i, name := range append([]string{o.Manager}, workers...) {
 		if _, err := getCluster(ctx, c, mgmtName, o.Namespace, name); err != nil {
 			return existing.Options{}, err

@@ -173,7 +173,7 @@ func TestCAPZOnASimulatedManagementCluster(t *testing.T) {
 			{Name: "mp-0", Class: "default-system", Replicas: 1},
 			{Name: "gpu", Class: "default-worker", MinSize: 2, MaxSize: 4},
 		}
-		o.Kueue.Installer = func(ctx context.Context, c *topology.Cluster, plan capz.InstallPlan) error {
+		o.Kueue.Installer = func(ctx context.Context, c *topology.Cluster, plan install.Plan) error {
 			r, err := install.RenderKueue(ctx, plan.Kueue)
 			mu.Lock()
 			defer mu.Unlock()

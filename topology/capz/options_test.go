@@ -16,7 +16,6 @@ import (
 	"github.com/multikueue-testkit/testkit/internal/poll"
 	"github.com/multikueue-testkit/testkit/topology"
 	"github.com/multikueue-testkit/testkit/topology/existing"
-	"github.com/multikueue-testkit/testkit/topology/install"
 )
 
 func validOptions() Options {
@@ -200,25 +199,5 @@ func TestWaitAll(t *testing.T) {
 	})
 	if err == nil || !strings.Contains(err.Error(), "default/c0") || !strings.Contains(err.Error(), "default/c1") {
 		t.Errorf("err = %v; want both timeouts", err)
-	}
-}
-
-// TestPlanGivesTheManagerAloneTheNeedsAndThePlugin: the manager's Kueue gets
-// the connector's needs and the credentials plugin, a worker's neither (a
-// worker with the ClusterProfile gate and no CRD would exit; the plugin has
-// no provider to serve there).
-func TestPlanGivesTheManagerAloneTheNeedsAndThePlugin(t *testing.T) {
-	spec, err := topology.Options{Workers: 1}.Resolve()
-	if err != nil {
-		t.Fatal(err)
-	}
-	needs := topology.KueueNeeds{ClusterProfileCRD: true, FeatureGates: map[string]bool{"MultiKueueClusterProfile": true}}
-	k := KueueInstall{Kueue: install.KueueOptions{CredentialsPlugin: &install.CredentialsPlugin{Image: install.Image{Repository: "example.test/plugin"}, Source: "/plugin"}}}
-	mgr, wrk := k.Plan(spec, needs, topology.RoleManager, nil), k.Plan(spec, needs, topology.RoleWorker, nil)
-	if !mgr.Kueue.Needs.ClusterProfileCRD || mgr.Kueue.CredentialsPlugin == nil {
-		t.Errorf("manager plan: needs %+v, plugin %v; want both", mgr.Kueue.Needs, mgr.Kueue.CredentialsPlugin)
-	}
-	if wrk.Kueue.Needs.ClusterProfileCRD || len(wrk.Kueue.Needs.FeatureGates) > 0 || wrk.Kueue.CredentialsPlugin != nil {
-		t.Errorf("worker plan: needs %+v, plugin %v; want neither", wrk.Kueue.Needs, wrk.Kueue.CredentialsPlugin)
 	}
 }

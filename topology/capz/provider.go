@@ -179,11 +179,17 @@ func (p *Provider) Provision(ctx context.Context, spec topology.Spec) (*topology
 		}
 		attached[i] = c
 	}
-	if err := p.install(ctx, spec, attached); err != nil {
-		return nil, nil, err
-	}
 	eo := existing.Options{Mode: existing.ModeWire, Manager: attached[0], Workers: attached[1:]}
-	return existing.NewProvider(eo).Provision(ctx, spec)
+	if k := p.o.Kueue; k.Skip {
+		fmt.Fprintf(p.progress, "capz: Kueue.Skip: Kueue must run on the clusters already\n")
+	} else {
+		eo.Install = &k.Step
+	}
+	mgr, workers, err := existing.NewProvider(eo).Provision(ctx, spec)
+	if err != nil {
+		return nil, nil, fmt.Errorf("capz: %w", err)
+	}
+	return mgr, workers, nil
 }
 
 // checkClusterClass fails early, naming the field, when the ClusterClass or

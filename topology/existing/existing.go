@@ -41,6 +41,7 @@ import (
 	"github.com/multikueue-testkit/testkit/connect"
 	"github.com/multikueue-testkit/testkit/internal/poll"
 	"github.com/multikueue-testkit/testkit/topology"
+	"github.com/multikueue-testkit/testkit/topology/install"
 )
 
 // Cluster is one cluster to attach.
@@ -127,6 +128,12 @@ type Options struct {
 	// they are read from the manager, and a fact that can be neither read
 	// nor given is marked unknown (topology.KueueFacts.Assumed).
 	KueueConfiguration *configapi.Configuration
+	// Install, when set, puts Kueue (and JobSet when the integrations
+	// enable it) on every cluster before they are attached: install.Step,
+	// with Helm from the chart of the chosen version unless its Installer
+	// says otherwise, the manager given the connector's needs. Clusters
+	// that run Kueue already leave it nil.
+	Install *install.Step
 }
 
 // New attaches the clusters. topology.Options' ManagerName and WorkerNames
@@ -237,6 +244,16 @@ func (p *Provider) Provision(ctx context.Context, spec topology.Spec) (*topology
 		timeout = 30 * time.Second
 	}
 	all := append([]Cluster{p.opts.Manager}, p.opts.Workers...)
+	if st := p.opts.Install; st != nil {
+		cs := make([]*topology.Cluster, len(all))
+		for i, c := range all {
+			cs[i] = &topology.Cluster{Name: c.Name, Config: rest.CopyConfig(c.Config)}
+		}
+		fmt.Fprintf(spec.Progress, "existing: installing Kueue on %d clusters\n", len(all))
+		if err := st.Run(ctx, spec, cs, spec.Progress); err != nil {
+			return nil, nil, fmt.Errorf("existing: %w", err)
+		}
+	}
 	out := make([]*topology.Cluster, len(all))
 	for i, src := range all {
 		role := topology.RoleWorker
@@ -278,7 +295,7 @@ func attach(ctx context.Context, src Cluster, role topology.Role, scheme *runtim
 	err := poll.Until(ctx, timeout, fmt.Sprintf("cluster %q at %s to answer", src.Name, cfg.Host), func(ctx context.Context) error {
 		err := cl.List(ctx, probe, client.Limit(1))
 		if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
-			return poll.Stop(fmt.Errorf("existing: cluster %q: Kueue's CRDs are not installed (%v); install Kueue first, e.g. with topology/install", src.Name, err))
+			return poll.Stop(fmt.Errorf("existing: cluster %q: Kueue's CRDs are not installed (%v); install Kueue first, or give existing.Options.Install", src.Name, err))
 		}
 		return err
 	})

@@ -2,14 +2,20 @@ package existing_test
 
 import (
 	"context"
+	"errors"
+	"maps"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
@@ -20,6 +26,7 @@ import (
 	"github.com/multikueue-testkit/testkit/scenario"
 	"github.com/multikueue-testkit/testkit/topology"
 	"github.com/multikueue-testkit/testkit/topology/existing"
+	"github.com/multikueue-testkit/testkit/topology/install"
 	"github.com/multikueue-testkit/testkit/topology/local"
 )
 
@@ -70,9 +77,36 @@ func TestWireAttachesClustersByKubeconfig(t *testing.T) {
 	for _, w := range workers {
 		o.Workers = append(o.Workers, kubeconfigFile(t, w.Name, w))
 	}
-	topo, err := existing.New(ctx, topology.Options{Progress: testlog.Writer(t)}, o)
+	// The install step runs on every cluster before it is attached; Kueue
+	// runs on these already (Helm's install needs a kubelet: see
+	// topology/install's tests), so its Installer only records the plans
+	// and checks that it reaches each cluster with what it was given.
+	var mu sync.Mutex
+	plans := map[string]install.Plan{}
+	o.Install = &install.Step{Installer: func(ctx context.Context, c *topology.Cluster, plan install.Plan) error {
+		cs, err := kubernetes.NewForConfig(c.Config)
+		if err != nil {
+			return err
+		}
+		if _, err := cs.Discovery().ServerVersion(); err != nil {
+			return err
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		plans[c.Name+"/"+string(c.Role)] = plan
+		return nil
+	}}
+	topo, err := existing.New(ctx, topology.Options{Progress: testlog.Writer(t), Connector: conn}, o)
 	if err != nil {
 		t.Fatal(err)
+	}
+	needs, err := conn.KueueNeeds(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plans) != 3 || !reflect.DeepEqual(plans["manager/manager"].Kueue.Needs, needs) ||
+		!reflect.DeepEqual(plans["worker-1/worker"].Kueue.Needs, topology.KueueNeeds{}) || plans["worker-2/worker"].Kueue.Spec.Kueue.Namespace != topo.Spec.Kueue.Namespace {
+		t.Errorf("install plans %v; want the manager with the connector's needs %+v, each worker without", slices.Sorted(maps.Keys(plans)), needs)
 	}
 	if !strings.Contains(topo.Facts.Source, "ConfigMap kueue-system/"+topology.KueueConfigMapName) {
 		t.Errorf("Facts.Source = %q; want the manager's Kueue ConfigMap", topo.Facts.Source)
@@ -226,5 +260,20 @@ func TestWireChecksTheConnectorsNeeds(t *testing.T) {
 	var mkcs kueue.MultiKueueClusterList
 	if err := mgr.Client.List(ctx, &mkcs); err != nil || len(mkcs.Items) != 0 {
 		t.Errorf("MultiKueueClusters after the refusal: %d (err %v); want none created", len(mkcs.Items), err)
+	}
+
+	// An install step that fails on one cluster stops the attach, naming it.
+	o.Install = &install.Step{Installer: func(_ context.Context, c *topology.Cluster, _ install.Plan) error {
+		if c.Role == topology.RoleWorker {
+			return errors.New("the chart refused")
+		}
+		return nil
+	}}
+	_, err = existing.New(ctx, topology.Options{Connector: connect.KubeconfigSecret{}}, o)
+	if err == nil || !strings.Contains(err.Error(), `cluster "`+workers[0].Name+`": installing Kueue: the chart refused`) {
+		t.Fatalf("err = %v; want the worker's failed install named", err)
+	}
+	if err := mgr.Client.List(ctx, &mkcs); err != nil || len(mkcs.Items) != 0 {
+		t.Errorf("MultiKueueClusters after the failed install: %d (err %v); want none created", len(mkcs.Items), err)
 	}
 }
