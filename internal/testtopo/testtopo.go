@@ -58,6 +58,14 @@ func WaitWorkload(ctx context.Context, t testing.TB, c *topology.Cluster, job cl
 // them, for the providers that attach. They are closed when t ends.
 func Bare(ctx context.Context, t testing.TB, o topology.Options, lo local.Options) (*topology.Cluster, []*topology.Cluster) {
 	t.Helper()
+	_, mgr, workers := BareProvider(ctx, t, o, lo)
+	return mgr, workers
+}
+
+// BareProvider is Bare with the provider that runs the clusters (its Dir
+// holds each cluster's logs).
+func BareProvider(ctx context.Context, t testing.TB, o topology.Options, lo local.Options) (*local.Provider, *topology.Cluster, []*topology.Cluster) {
+	t.Helper()
 	spec, err := o.Resolve()
 	if err != nil {
 		t.Fatal(err)
@@ -72,5 +80,5 @@ func Bare(ctx context.Context, t testing.TB, o topology.Options, lo local.Option
 	if err != nil {
 		t.Fatal(err)
 	}
-	return mgr, workers
+	return p, mgr, workers
 }
