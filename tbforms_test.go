@@ -27,8 +27,22 @@ func TestEveryErrorFormHasItsTBForm(t *testing.T) {
 			continue
 		}
 		n++
-		if _, ok := asserter.MethodByName(m.Name); !ok {
+		twin, ok := asserter.MethodByName(m.Name)
+		if !ok {
 			t.Errorf("assert.Checker.%s returns an error but assert.Asserter has no %s", m.Name, m.Name)
+			continue
+		}
+		if twin.Type.NumOut() != 1 || twin.Type.Out(0).Kind() != reflect.Bool {
+			t.Errorf("assert.Asserter.%s is %v; want it to return bool", m.Name, twin.Type)
+		}
+		if twin.Type.NumIn() != m.Type.NumIn() || twin.Type.IsVariadic() != m.Type.IsVariadic() {
+			t.Errorf("assert.Asserter.%s%v takes other parameters than assert.Checker.%s%v", m.Name, twin.Type, m.Name, m.Type)
+			continue
+		}
+		for j := 1; j < m.Type.NumIn(); j++ { // 0 is the receiver
+			if twin.Type.In(j) != m.Type.In(j) {
+				t.Errorf("assert.Asserter.%s parameter %d is %v, assert.Checker.%s's %v", m.Name, j, twin.Type.In(j), m.Name, m.Type.In(j))
+			}
 		}
 	}
 	if n < 10 {
@@ -56,8 +70,14 @@ func TestEveryErrorFormHasItsTBForm(t *testing.T) {
 				continue
 			}
 			n++
-			if _, ok := runner.MethodByName(fn.Name.Name); !ok {
+			m, ok := runner.MethodByName(fn.Name.Name)
+			if !ok {
 				t.Errorf("scenario.%s (%s) returns an error but scenario.Runner has no %s", fn.Name.Name, fset.Position(fn.Pos()), fn.Name.Name)
+				continue
+			}
+			// (ctx, env, opts…) against (receiver, ctx, opts…).
+			if want := fn.Type.Params.NumFields(); m.Type.NumIn() != want {
+				t.Errorf("scenario.Runner.%s%v takes %d parameters with its receiver; scenario.%s takes %d with env", fn.Name.Name, m.Type, m.Type.NumIn(), fn.Name.Name, want)
 			}
 		}
 	}
