@@ -267,6 +267,7 @@ func (r *run) pickVictim(ctx context.Context, objs []client.Object, want string)
 	var inFlight []client.Object
 	err := poll.Until(ctx, r.chk.Timeout, "every Job placed and one running on a worker", func(ctx context.Context) error {
 		running := map[string][]client.Object{}
+		onWant := 0 // unfinished objects placed on want
 		for _, o := range objs {
 			key, err := r.workloadKey(ctx, o)
 			if err != nil {
@@ -291,10 +292,18 @@ func (r *run) pickVictim(ctx context.Context, objs []client.Object, want string)
 			if finished {
 				continue
 			}
+			if placed == want {
+				onWant++
+			}
 			jobs, _ := r.env.Obs.History(observe.KindJob, o.GetNamespace(), o.GetName())
 			if slices.ContainsFunc(jobs, func(e observe.Event) bool { return e.Cluster == placed && e.Type == observe.JobStarted }) {
 				running[placed] = append(running[placed], o)
 			}
+		}
+		if want != "" && onWant == 0 {
+			// Every Job is placed and none still runs or waits there:
+			// placements do not move, so waiting longer cannot help.
+			return poll.Stop(fmt.Errorf("every Job is placed and none unfinished on %q, the worker asked for", want))
 		}
 		victim = want
 		if victim == "" {
