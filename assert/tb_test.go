@@ -39,4 +39,3 @@ func TestErrorfOnlyTB(t *testing.T) {
 		t.Fatalf("want one report naming no-such-worker, got %q", rec.msgs)
 	}
 }
-
