@@ -94,7 +94,7 @@ func servePodLog(ctx context.Context, t *testing.T, c *topology.Cluster, ns, log
 	t.Helper()
 	const pod, node = "kueue-controller-manager-0", "localhost"
 	dir := t.TempDir()
-	text, err := clusterlogs.Tail(logFile, clusterlogsLines)
+	text, err := clusterlogs.Tail(logFile, assert.LogLines)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,6 +185,3 @@ func servePodLog(ctx context.Context, t *testing.T, c *topology.Cluster, ns, log
 	}
 	return pod, text
 }
-
-// clusterlogsLines is how many lines of Kueue's log the Pod serves.
-const clusterlogsLines = assert.LogLines
