@@ -94,10 +94,11 @@ func TestEveryKindThroughTheSameAssertions(t *testing.T) {
 		Assess("each kind runs on exactly one worker, ends identical on the manager and is cleaned up", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			e := mustEnv(ctx, t)
 			q := e.Topo.Spec.Queues
+			size := e.Topo.JobSize() // per pod: a JobSet's and a RayJob's several pods must fit the provider's nodes
 			for _, kind := range scenario.Kinds(e) {
 				t.Run(string(kind), func(t *testing.T) {
 					job, err := scenario.JobTemplate{Kind: kind, Name: "each-" + strings.ToLower(string(kind)), Namespace: q.Namespaces[0],
-						Queue: q.LocalQueue, CPU: "500m", Memory: "256Mi", RunFor: time.Second}.Build()
+						Queue: q.LocalQueue, CPU: size.CPU, Memory: size.Memory, RunFor: time.Second}.Build()
 					if err != nil {
 						t.Fatal(err)
 					}

@@ -48,8 +48,9 @@ type Options struct {
 	// as the kind CLI reads it, else kind's own detection
 	// (cluster.DetectNodeProvider: docker, nerdctl, podman, in that order).
 	Runtime string
-	// Parallel bounds how many clusters are created (and how many installs
-	// run) at once; default DefaultParallel.
+	// Parallel bounds how many clusters are created at once; default
+	// DefaultParallel. (Kueue is installed on all of them at once: Helm
+	// mostly waits.)
 	Parallel int
 	// WaitForReady bounds kind's wait for each control plane to be Ready;
 	// default DefaultWaitForReady.

@@ -14,10 +14,7 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/kind/pkg/cluster"
-	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/multikueue-testkit/testkit/connect"
 	"github.com/multikueue-testkit/testkit/internal/redact"
@@ -235,7 +232,7 @@ func (p *Provider) Provision(ctx context.Context, spec topology.Spec) (*topology
 	if err := p.loadImages(ctx, members, plan, progress); err != nil {
 		return nil, nil, err
 	}
-	if err := p.installAll(ctx, spec, needs, jobSet, members, progress); err != nil {
+	if err := p.installAll(ctx, spec, members, progress); err != nil {
 		return nil, nil, err
 	}
 	workers := make([]*topology.Cluster, 0, len(members)-1)
@@ -403,58 +400,37 @@ func (p *Provider) loadImages(ctx context.Context, members []*member, plan image
 }
 
 // installAll installs JobSet (when its integration is on) and Kueue on every
-// cluster, Options.Parallel at a time, attaches each cluster and waits until
-// Kueue's webhooks accept a write.
-func (p *Provider) installAll(ctx context.Context, spec topology.Spec, needs topology.KueueNeeds, jobSet bool, members []*member, progress io.Writer) error {
+// cluster with install.Step (the path topology/existing and topology/capz
+// take: Helm, then Kueue's Deployment, webhook endpoints, leader Lease and
+// a webhook that answers), then attaches each cluster.
+func (p *Provider) installAll(ctx context.Context, spec topology.Spec, members []*member, progress io.Writer) error {
 	o := p.opts
-	g := &errgroup.Group{}
-	g.SetLimit(p.parallel())
-	errs := make([]error, len(members))
+	step := install.Step{
+		Kueue:  install.KueueOptions{Image: o.KueueImage, Timeout: o.InstallTimeout},
+		JobSet: install.JobSetOptions{Image: o.JobSetImage, Timeout: o.InstallTimeout},
+	}
+	clusters := make([]*topology.Cluster, len(members)) // members[0] is the manager, as Step.Run wants
 	for i, m := range members {
-		g.Go(func() error {
-			c := &topology.Cluster{Name: m.name, Role: m.role, Config: m.attach.Config, ManagerServer: m.attach.ManagerServer}
-			if jobSet {
-				if _, err := install.JobSet(ctx, c, install.JobSetOptions{Image: o.JobSetImage, Timeout: o.InstallTimeout, Progress: progress}); err != nil {
-					errs[i] = err
-					return nil
-				}
-			}
-			n := needs.For(m.role) // the manager's Kueue reads ClusterProfiles, workers do not
-			if _, err := install.Kueue(ctx, c, install.KueueOptions{Spec: spec, Needs: n, Image: o.KueueImage, Timeout: o.InstallTimeout, Progress: progress}); err != nil {
-				errs[i] = err
-				return nil
-			}
+		clusters[i] = &topology.Cluster{Name: m.name, Config: m.attach.Config, ManagerServer: m.attach.ManagerServer}
+	}
+	if err := step.Run(ctx, spec, clusters, progress); err != nil {
+		return fmt.Errorf("kind: %w", err)
+	}
+	errs := make([]error, len(members))
+	var wg sync.WaitGroup
+	for i, m := range members {
+		wg.Go(func() {
 			tc, err := existing.AttachCluster(ctx, m.attach, m.role, o.InstallTimeout)
 			if err != nil {
 				errs[i] = err
-				return nil
+				return
 			}
 			tc.Kubeconfig = m.kubeconfig
-			if err := webhooksServe(ctx, tc, o.InstallTimeout); err != nil {
-				errs[i] = err
-				return nil
-			}
 			m.cluster = tc
-			return nil
 		})
 	}
-	_ = g.Wait()
+	wg.Wait()
 	return errors.Join(errs...)
-}
-
-// webhooksServe waits until Kueue's webhooks on c accept a server-side
-// dry-run create of a ClusterQueue (its mutating and validating webhooks):
-// Kueue's certificate manager injects the CA bundle a moment after the
-// Deployment is Available, and the topology's first writes must not fail on
-// it. Nothing is stored.
-func webhooksServe(ctx context.Context, c *topology.Cluster, timeout time.Duration) error {
-	cq := &kueue.ClusterQueue{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: "mktk-webhook-probe-"},
-		Spec:       kueue.ClusterQueueSpec{NamespaceSelector: &metav1.LabelSelector{}},
-	}
-	return install.RetryWebhook(ctx, timeout, fmt.Sprintf("cluster %q: dry-run create of a ClusterQueue", c.Name), func(ctx context.Context) error {
-		return c.Client.Create(ctx, cq.DeepCopy(), client.DryRunAll)
-	})
 }
 
 // Close implements topology.Provider: it deletes the kind clusters this
