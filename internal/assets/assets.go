@@ -186,11 +186,11 @@ func executable(p string) error {
 	return nil
 }
 
-// lockDir takes an exclusive advisory lock so that parallel test binaries do
+// LockDir takes an exclusive advisory lock so that parallel test binaries do
 // not build the same thing twice, waiting for it as long as ctx allows (a
 // test binary waiting for another's build must be able to give up before go
 // test kills it). The returned func releases it.
-func lockDir(ctx context.Context, dir string) (func(), error) {
+func LockDir(ctx context.Context, dir string) (func(), error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}

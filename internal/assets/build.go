@@ -21,7 +21,7 @@ import (
 // Kubernetes binaries share one throwaway module; etcd has its own, so that
 // their dependency graphs never meet.
 func build(ctx context.Context, o Options, have Binaries) (Binaries, error) {
-	unlock, err := lockDir(ctx, o.CacheDir)
+	unlock, err := LockDir(ctx, o.CacheDir)
 	if err != nil {
 		return Binaries{}, fmt.Errorf("assets: lock %s: %w", o.CacheDir, err)
 	}

@@ -126,7 +126,7 @@ func EnsureScheduler(ctx context.Context, opts Options) (string, error) {
 	if o.NoBuild {
 		return "", fmt.Errorf("%w: no %s in %s and building is disabled; set %s", ErrNotFound, c.name, o.componentDir(c), c.env)
 	}
-	unlock, err := lockDir(ctx, o.CacheDir)
+	unlock, err := LockDir(ctx, o.CacheDir)
 	if err != nil {
 		return "", fmt.Errorf("assets: lock %s: %w", o.CacheDir, err)
 	}

@@ -163,7 +163,7 @@ func EnsureKueue(ctx context.Context, opts Options, k KueueOptions) (Kueue, erro
 	if o.NoBuild {
 		return Kueue{}, fmt.Errorf("%w: no Kueue %s in %s and building is disabled; set %s to a kueue binary", ErrNotFound, version, dir, EnvKueueBinary)
 	}
-	unlock, err := lockDir(ctx, o.CacheDir)
+	unlock, err := LockDir(ctx, o.CacheDir)
 	if err != nil {
 		return Kueue{}, err
 	}
@@ -282,7 +282,7 @@ func buildKueueCheckout(ctx context.Context, o Options, k KueueOptions) (Kueue, 
 	// running Kueue keeps its binary when a later build replaces the
 	// directory; a slot per checkout would pile up 100 MB binaries.
 	dest := filepath.Join(o.CacheDir, "kueue-checkout-"+kueueBuildScheme)
-	unlock, err := lockDir(ctx, o.CacheDir)
+	unlock, err := LockDir(ctx, o.CacheDir)
 	if err != nil {
 		return Kueue{}, err
 	}

@@ -44,7 +44,7 @@ func EnsureNodeBinaries(ctx context.Context, opts Options) (NodeBinaries, error)
 	if o.NoBuild {
 		return NodeBinaries{}, fmt.Errorf("%w: no %s %s in %s and building is disabled; set %s", ErrNotFound, missing[0].name, o.KubernetesVersion, o.componentDir(missing[0]), missing[0].env)
 	}
-	unlock, err := lockDir(ctx, o.CacheDir)
+	unlock, err := LockDir(ctx, o.CacheDir)
 	if err != nil {
 		return NodeBinaries{}, fmt.Errorf("assets: lock %s: %w", o.CacheDir, err)
 	}

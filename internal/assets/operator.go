@@ -153,7 +153,7 @@ func EnsureOperator(ctx context.Context, opts Options, spec OperatorSpec, versio
 	if o.NoBuild {
 		return Operator{}, fmt.Errorf("%w: no %s %s in %s and building is disabled", ErrNotFound, spec.Name, version, dir)
 	}
-	unlock, err := lockDir(ctx, o.CacheDir)
+	unlock, err := LockDir(ctx, o.CacheDir)
 	if err != nil {
 		return Operator{}, err
 	}

@@ -62,7 +62,7 @@ func SecretReader(ctx context.Context, opts Options) (string, error) {
 		return "", fmt.Errorf("%w: secretreader plugin not in %s and building is disabled; set %s to a binary built with `go build %s`",
 			ErrNotFound, filepath.Dir(dest), EnvSecretReader, SecretReaderPackage)
 	}
-	unlock, err := lockDir(ctx, o.CacheDir)
+	unlock, err := LockDir(ctx, o.CacheDir)
 	if err != nil {
 		return "", fmt.Errorf("assets: lock %s: %w", o.CacheDir, err)
 	}

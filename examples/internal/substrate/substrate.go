@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -133,7 +134,12 @@ func New(ctx context.Context, opts topology.Options) (*topology.Topology, error)
 		if err != nil {
 			return nil, err
 		}
-		fmt.Fprintf(progress, "examples: %s=kind: 1 manager + %d workers on kind clusters\n", EnvProvider, opts.Workers)
+		if ko.NamePrefix == "" {
+			// go test runs example packages side by side: each gets kind
+			// clusters of its own ("mktk-ginkgo-worker-1").
+			ko.NamePrefix = kindPrefix(os.Args[0])
+		}
+		fmt.Fprintf(progress, "examples: %s=kind: 1 manager + %d workers on kind clusters %s*\n", EnvProvider, opts.Workers, ko.NamePrefix)
 		opts.Kueue.Integrations = forKind(progress, opts.Kueue.Integrations)
 		return kind.New(ctx, opts, ko)
 	default:
@@ -156,6 +162,22 @@ func New(ctx context.Context, opts topology.Options) (*topology.Topology, error)
 // what they run).
 func Integrations() []string {
 	return []string{topology.IntegrationBatchJob, topology.IntegrationJobSet, topology.IntegrationRayJob}
+}
+
+// kindPrefix is the kind cluster name prefix of the example package whose
+// test binary is argv0 ("/tmp/go-build…/ginkgo.test" → "mktk-ginkgo-").
+func kindPrefix(argv0 string) string {
+	name := strings.TrimSuffix(filepath.Base(argv0), ".test")
+	name = strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return -1
+	}, strings.ToLower(name))
+	if name == "" || len(name) > 16 {
+		return kind.DefaultNamePrefix
+	}
+	return kind.DefaultNamePrefix + name + "-"
 }
 
 // forKind leaves out of integrations what the kind provider cannot install

@@ -123,6 +123,16 @@ func (o Options) ensureArchived(ctx context.Context, ref, archive string, build 
 	if d.imageID(ctx, ref) != "" {
 		return nil
 	}
+	// One build at a time on this machine: test binaries of several
+	// packages (go test ./examples/...) prepare the same images at once.
+	unlock, err := assets.LockDir(ctx, o.imageDir())
+	if err != nil {
+		return fmt.Errorf("nodeimage: %s: %w", ref, err)
+	}
+	defer unlock()
+	if d.imageID(ctx, ref) != "" {
+		return nil // the process that held the lock made it
+	}
 	path := filepath.Join(o.imageDir(), archive)
 	if _, err := os.Stat(path); err == nil {
 		o.logf("loading %s from %s", ref, path)
