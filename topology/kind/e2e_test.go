@@ -23,7 +23,7 @@ const EnvKindTests = "MKTK_KIND"
 
 // requireKind skips unless MKTK_KIND=1 and a container runtime with a
 // reachable daemon is there; the skip message says what was looked for.
-func requireKind(t *testing.T) kind.Runtime {
+func requireKind(t testing.TB) kind.Runtime {
 	t.Helper()
 	if os.Getenv(EnvKindTests) != "1" {
 		t.Skipf("set %s=1 to create kind clusters (needs docker, podman or nerdctl with its daemon running)", EnvKindTests)

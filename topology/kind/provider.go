@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -37,9 +38,10 @@ type Provider struct {
 	closed    bool
 	dir       string
 	progress  io.Writer
-	kindNames map[string]string // topology name -> kind cluster name
-	created   []string          // kind clusters this provider created (or began to)
-	reused    []string          // kind clusters that existed before
+	kindNames map[string]string        // topology name -> kind cluster name
+	created   []string                 // kind clusters this provider created (or began to)
+	took      map[string]time.Duration // how long kind took to create each (Ready control plane)
+	reused    []string                 // kind clusters that existed before
 	images    []ImageLoad
 	// network is kind's container network when it did not exist before
 	// Provision: Close removes it once no container uses it.
@@ -96,6 +98,15 @@ func (p *Provider) Created() []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return slices.Clone(p.created)
+}
+
+// CreationTimes is how long kind took to create each cluster this provider
+// created (kind name → time until its control plane was Ready), the clusters
+// made Options.Parallel at a time. Reused clusters are absent.
+func (p *Provider) CreationTimes() map[string]time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return maps.Clone(p.took)
 }
 
 // Reused: see Created.
@@ -319,7 +330,14 @@ func (p *Provider) createOrReuse(ctx context.Context, members []*member, progres
 				errs[i] = fmt.Errorf("kind: creating cluster %q for %s cluster %q: %s", m.kindName, m.role, m.name, redact.String(err.Error()))
 				return nil
 			}
-			fmt.Fprintf(progress, "kind: %s cluster %q: kind cluster %q ready in %s\n", m.role, m.name, m.kindName, time.Since(start).Round(time.Second))
+			took := time.Since(start)
+			p.mu.Lock()
+			if p.took == nil {
+				p.took = map[string]time.Duration{}
+			}
+			p.took[m.kindName] = took
+			p.mu.Unlock()
+			fmt.Fprintf(progress, "kind: %s cluster %q: kind cluster %q ready in %s\n", m.role, m.name, m.kindName, took.Round(time.Second))
 			return nil
 		})
 	}
