@@ -65,6 +65,13 @@ type Options struct {
 	// (install.KueueOptions.Image, install.JobSetOptions.Image).
 	KueueImage  install.Image
 	JobSetImage install.Image
+	// CredentialsPlugin puts the ClusterProfile connector's credentials
+	// plugin into the manager's Kueue pod (install.KueueOptions). Default,
+	// for the secretreader plugin (connect.ClusterProfile): an image built
+	// here from the binary the local topology runs, with the plugin at the
+	// connector's PluginCommand (PluginCommand when the provider's default
+	// connector is used). Not used with the kubeconfig Secret connector.
+	CredentialsPlugin *install.CredentialsPlugin
 	// ExtraImages are loaded into the workers' nodes too (the images your
 	// jobs run), when present locally.
 	ExtraImages []string

@@ -18,11 +18,13 @@ import (
 	"sigs.k8s.io/kind/pkg/cluster"
 
 	"github.com/multikueue-testkit/testkit/connect"
+	"github.com/multikueue-testkit/testkit/internal/assets"
 	"github.com/multikueue-testkit/testkit/internal/redact"
 	"github.com/multikueue-testkit/testkit/internal/syncwriter"
 	"github.com/multikueue-testkit/testkit/topology"
 	"github.com/multikueue-testkit/testkit/topology/existing"
 	"github.com/multikueue-testkit/testkit/topology/install"
+	"github.com/multikueue-testkit/testkit/topology/kind/nodeimage"
 )
 
 // Provider implements topology.Provider with kind clusters: one kind cluster
@@ -48,8 +50,21 @@ type Provider struct {
 	network string
 }
 
-// DefaultConnector is connect.Default (topology.ConnectorDefaulter).
-func (p *Provider) DefaultConnector() (topology.Connector, error) { return connect.Default() }
+// PluginCommand is where the ClusterProfile connector's credentials plugin
+// lives in the manager's Kueue pod on kind (connect.ClusterProfile's
+// PluginCommand): the provider puts it there from an image it builds.
+const PluginCommand = "/plugins/secretreader-plugin"
+
+// DefaultConnector is connect.Default (topology.ConnectorDefaulter), with
+// the ClusterProfile connector's plugin at PluginCommand, in Kueue's pod.
+func (p *Provider) DefaultConnector() (topology.Connector, error) {
+	c, err := connect.Default()
+	if cp, ok := c.(connect.ClusterProfile); ok && cp.PluginCommand == "" {
+		cp.PluginCommand = PluginCommand
+		c = cp
+	}
+	return c, err
+}
 
 var _ topology.ConnectorDefaulter = (*Provider)(nil)
 
@@ -216,6 +231,13 @@ func (p *Provider) Provision(ctx context.Context, spec topology.Spec) (*topology
 	if err := p.prepareOffline(ctx, kueueRef, jobSetRef, progress); err != nil {
 		return nil, nil, err
 	}
+	plugin, err := p.credentialsPlugin(ctx, needs, progress)
+	if err != nil {
+		return nil, nil, err
+	}
+	if plugin != nil {
+		plan.add(plugin.Image.Repository+":"+plugin.Image.Tag, topology.RoleManager)
+	}
 	if net := kindNetwork(); exec.CommandContext(ctx, p.rt.CLI, "network", "inspect", net).Run() != nil {
 		p.mu.Lock()
 		p.network = net
@@ -243,7 +265,7 @@ func (p *Provider) Provision(ctx context.Context, spec topology.Spec) (*topology
 	if err := p.loadImages(ctx, members, plan, progress); err != nil {
 		return nil, nil, err
 	}
-	if err := p.installAll(ctx, spec, members, progress); err != nil {
+	if err := p.installAll(ctx, spec, plugin, members, progress); err != nil {
 		return nil, nil, err
 	}
 	workers := make([]*topology.Cluster, 0, len(members)-1)
@@ -417,14 +439,46 @@ func (p *Provider) loadImages(ctx context.Context, members []*member, plan image
 	return err
 }
 
+// credentialsPlugin is what puts the connector's credentials plugin into the
+// manager's Kueue pod: Options.CredentialsPlugin when set; else, when the
+// connector's needs name the secretreader provider (connect.ClusterProfile),
+// an image built here from the secretreader binary the local topology runs
+// (nodeimage.EnsurePluginImage); nil when the connector needs none.
+func (p *Provider) credentialsPlugin(ctx context.Context, needs topology.KueueNeeds, progress io.Writer) (*install.CredentialsPlugin, error) {
+	if len(needs.CredentialsProviders) == 0 {
+		return nil, nil
+	}
+	if p.opts.CredentialsPlugin != nil {
+		return p.opts.CredentialsPlugin, nil
+	}
+	for i, cp := range needs.CredentialsProviders {
+		if cp.Name != connect.SecretReaderProvider {
+			return nil, fmt.Errorf("kind: the connector's credentials provider %d, %q: this provider builds an image for %q only; give its plugin's image in Options.CredentialsPlugin", i, cp.Name, connect.SecretReaderProvider)
+		}
+	}
+	if p.rt.Name != RuntimeDocker {
+		return nil, fmt.Errorf("kind: Options.CredentialsPlugin: nil, and the secretreader plugin's image is built with docker only (runtime %s): give an image", p.rt.Name)
+	}
+	bin, err := assets.SecretReader(ctx, assets.Options{Progress: progress})
+	if err != nil {
+		return nil, fmt.Errorf("kind: the ClusterProfile credentials plugin: %w", err)
+	}
+	ref, err := nodeimage.EnsurePluginImage(ctx, nodeimage.Options{Docker: p.rt.CLI, Progress: progress}, bin)
+	if err != nil {
+		return nil, fmt.Errorf("kind: %w", err)
+	}
+	repo, tag, _ := strings.Cut(ref, ":")
+	return &install.CredentialsPlugin{Image: install.Image{Repository: repo, Tag: tag}, Source: nodeimage.PluginSource}, nil
+}
+
 // installAll installs JobSet (when its integration is on) and Kueue on every
 // cluster with install.Step (the path topology/existing and topology/capz
 // take: Helm, then Kueue's Deployment, webhook endpoints, leader Lease and
 // a webhook that answers), then attaches each cluster.
-func (p *Provider) installAll(ctx context.Context, spec topology.Spec, members []*member, progress io.Writer) error {
+func (p *Provider) installAll(ctx context.Context, spec topology.Spec, plugin *install.CredentialsPlugin, members []*member, progress io.Writer) error {
 	o := p.opts
 	step := install.Step{
-		Kueue:  install.KueueOptions{Image: o.KueueImage, Timeout: o.InstallTimeout},
+		Kueue:  install.KueueOptions{Image: o.KueueImage, Timeout: o.InstallTimeout, CredentialsPlugin: plugin},
 		JobSet: install.JobSetOptions{Image: o.JobSetImage, Timeout: o.InstallTimeout},
 	}
 	clusters := make([]*topology.Cluster, len(members)) // members[0] is the manager, as Step.Run wants

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/multikueue-testkit/testkit/connect"
 	"github.com/multikueue-testkit/testkit/topology"
 )
 
@@ -116,4 +117,27 @@ func TestReusedClusterIsNeverDeleted(t *testing.T) {
 // stand-in docker builds nothing offline (prepareOffline) before kind runs.
 func fakeOptions() Options {
 	return Options{NodeImage: "kindest/node:v1.35.8", SkipImageLoad: true}
+}
+
+// On kind the ClusterProfile connector's plugin lives in Kueue's pod, at
+// PluginCommand: the default connector says so; the kubeconfig Secret
+// connector is unchanged, and a bad MKTK_CONNECTOR is still an error.
+func TestDefaultConnectorPutsThePluginInThePod(t *testing.T) {
+	p := &Provider{}
+	t.Setenv(connect.EnvConnector, connect.ConnectorClusterProfile)
+	c, err := p.DefaultConnector()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cp, ok := c.(connect.ClusterProfile); !ok || cp.PluginCommand != PluginCommand {
+		t.Errorf("MKTK_CONNECTOR=%s: connector %#v, want a ClusterProfile with PluginCommand %q", connect.ConnectorClusterProfile, c, PluginCommand)
+	}
+	t.Setenv(connect.EnvConnector, connect.ConnectorKubeconfig)
+	if c, err := p.DefaultConnector(); err != nil || c.Name() != (connect.KubeconfigSecret{}).Name() {
+		t.Errorf("MKTK_CONNECTOR=%s: %v, %v", connect.ConnectorKubeconfig, c, err)
+	}
+	t.Setenv(connect.EnvConnector, "nope")
+	if _, err := p.DefaultConnector(); err == nil || !strings.Contains(err.Error(), connect.EnvConnector) {
+		t.Errorf("MKTK_CONNECTOR=nope: %v, want an error naming %s", err, connect.EnvConnector)
+	}
 }

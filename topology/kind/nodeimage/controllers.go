@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 )
@@ -108,4 +109,42 @@ func fileSHA256(path string) ([]byte, error) {
 		return nil, err
 	}
 	return h.Sum(nil), nil
+}
+
+// PluginSource is where EnsurePluginImage's image holds the plugin: the
+// install.CredentialsPlugin's Source.
+const PluginSource = "/plugin"
+
+// EnsurePluginImage makes an image holding an exec credentials plugin (the
+// ClusterProfile connector's secretreader) at PluginSource, with cp and the
+// libraries both load: install.CredentialsPlugin's init container copies the
+// plugin from it into Kueue's pod (`cp /plugin <command>`). The reference,
+// mktk.local/<binary's name>:<its digest>, is returned; an image of that
+// name is reused.
+func EnsurePluginImage(ctx context.Context, o Options, binary string) (string, error) {
+	o, err := o.withDefaults()
+	if err != nil {
+		return "", err
+	}
+	sum, err := fileDigest(binary)
+	if err != nil {
+		return "", fmt.Errorf("nodeimage: plugin image: %w", err)
+	}
+	name := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' {
+			return r
+		}
+		return '-'
+	}, strings.ToLower(filepath.Base(binary)))
+	ref := "mktk.local/" + strings.Trim(name, "-") + ":" + sum
+	if o.docker().imageID(ctx, ref) != "" {
+		return ref, nil
+	}
+	base, err := EnsureBase(ctx, o)
+	if err != nil {
+		return "", err
+	}
+	o.logf("image %s from %s", ref, binary)
+	return ref, importComponent(ctx, o, base, component{image: ref, binary: binary, dest: PluginSource,
+		extra: []string{"/usr/bin/cp"}, user: NonRootUser, labels: map[string]string{sourceLabel: sum}})
 }
