@@ -152,8 +152,15 @@ func observedAfter(t *testing.T, ctx context.Context, cluster, ns, name string, 
 // jobObserved waits until the observer has recorded a transition of job on cluster.
 func jobObserved(t *testing.T, ctx context.Context, cluster string, job *batchv1.Job, typ observe.Type) {
 	t.Helper()
-	err := poll.Until(ctx, 30*time.Second, fmt.Sprintf("the observer to record %s of Job %s/%s on %s", typ, job.Namespace, job.Name, cluster), func(context.Context) error {
-		evs, _ := env.Obs.History(observe.KindJob, job.Namespace, job.Name)
+	objectObserved(t, ctx, observe.KindJob, cluster, job, typ, 30*time.Second)
+}
+
+// objectObserved waits up to within until the observer has recorded a
+// transition of typ of obj, of kind, on cluster.
+func objectObserved(t *testing.T, ctx context.Context, kind observe.Kind, cluster string, obj client.Object, typ observe.Type, within time.Duration) {
+	t.Helper()
+	err := poll.Until(ctx, within, fmt.Sprintf("the observer to record %s of %s %s/%s on %s", typ, kind, obj.GetNamespace(), obj.GetName(), cluster), func(context.Context) error {
+		evs, _ := env.Obs.History(kind, obj.GetNamespace(), obj.GetName())
 		for _, e := range evs {
 			if e.Cluster == cluster && e.Type == typ {
 				return nil
@@ -523,18 +530,7 @@ func TestStatusSyncedCatchesAManagerThatStopsSyncing(t *testing.T) {
 		}
 	}
 	defer restart()
-	err := poll.Until(ctx, time.Minute, "the remote Job to succeed", func(context.Context) error {
-		evs, _ := env.Obs.History(observe.KindJob, job.Namespace, job.Name)
-		for _, e := range evs {
-			if e.Cluster == winner && e.Type == observe.JobSucceeded {
-				return nil
-			}
-		}
-		return errors.New("not yet")
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	objectObserved(t, ctx, observe.KindJob, winner, job, observe.JobSucceeded, time.Minute)
 	mustFail(t, checker(3*time.Second).StatusSynced(ctx, job),
 		"StatusSynced failed", "Job default/unsynced", `cluster "manager"`, "never became Succeeded", `the remote Job on "`+winner+`"`)
 	restart()
@@ -967,18 +963,7 @@ func TestStatusSyncedCatchesAManagerJobThatNeverStarts(t *testing.T) {
 	}
 	defer func() { _ = mgr.Client.Delete(ctx, js, client.PropagationPolicy(metav1.DeletePropagationBackground)) }()
 	_, winner := placedOn(t, ctx, js)
-	err := poll.Until(ctx, time.Minute, "the remote JobSet to succeed", func(context.Context) error {
-		evs, _ := env.Obs.History(observe.KindJobSet, js.Namespace, js.Name)
-		for _, e := range evs {
-			if e.Cluster == winner && e.Type == observe.JobSucceeded {
-				return nil
-			}
-		}
-		return errors.New("not yet")
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	objectObserved(t, ctx, observe.KindJobSet, winner, js, observe.JobSucceeded, time.Minute)
 	mustFail(t, checker(20*time.Second).StatusSynced(ctx, js),
 		"StatusSynced failed", "JobSet default/nostart", `cluster "manager"`, "never showed a start though the remote JobSet on \""+winner+"\" started", "never unsuspended on the manager")
 }
