@@ -113,7 +113,7 @@ func TestForeignUntouchedCatchesKueueDeletingAWorkersOwnJob(t *testing.T) {
 	job := workload.NewJob("h3", "default").Queue("user-queue").Requests("1", "1Gi").RunFor(500 * time.Millisecond).Obj()
 	submit(t, ctx, job)
 	a := assert.For(t, c)
-	dispatchedOnce(t, ctx, a, job)
+	testtopo.DispatchedOnce(ctx, t, a, job)
 	// MultiKueue deletes by name before it dispatches and again once the
 	// workload finished: by now the defect had every chance to show.
 	err := c.ForeignUntouched(ctx)
@@ -156,7 +156,7 @@ func TestForeignJobOnALosingWorkerIsNotACopy(t *testing.T) {
 	job := workload.NewJob("h4", "default").Queue("user-queue").Requests("1", "1Gi").RunFor(500 * time.Millisecond).Obj()
 	submit(t, ctx, job)
 	a := assert.For(t, c)
-	dispatchedOnce(t, ctx, a, job)
+	testtopo.DispatchedOnce(ctx, t, a, job)
 	a.QuotaRespected(ctx)
 	if _, on := placedOn(t, ctx, job); on != winner.Name {
 		t.Errorf("placed on %q, want %q (the other worker's queue is held)", on, winner.Name)

@@ -130,12 +130,7 @@ func TestClusterProfileDispatch(t *testing.T) {
 	if err := mgr.Client.Create(ctx, job); err != nil {
 		t.Fatal(err)
 	}
-	a.ExactlyOnceAdmitted(ctx, job)
-	a.NominationCleared(ctx, job)
-	a.LosersCleaned(ctx, job)
-	a.StatusSynced(ctx, job)
-	a.Finished(ctx, job)
-	a.NoOrphans(ctx)
+	testtopo.DispatchedOnce(ctx, t, a, job)
 
 	// Files of the topology: logs, the plugin's kubeconfig (mode 0600).
 	dir := topo.Provider().(*local.Provider).Dir()

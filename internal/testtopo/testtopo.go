@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
+	"github.com/multikueue-testkit/testkit/assert"
 	"github.com/multikueue-testkit/testkit/internal/poll"
 	"github.com/multikueue-testkit/testkit/observe"
 
@@ -51,6 +52,18 @@ func WaitWorkload(ctx context.Context, t testing.TB, c *topology.Cluster, job cl
 		t.Fatal(err)
 	}
 	return wl
+}
+
+// DispatchedOnce reports, through a, every per-workload assertion of a
+// dispatched job that runs to its end, then NoOrphans.
+func DispatchedOnce(ctx context.Context, t testing.TB, a *assert.Asserter, job client.Object) {
+	t.Helper()
+	a.ExactlyOnceAdmitted(ctx, job)
+	a.NominationCleared(ctx, job)
+	a.LosersCleaned(ctx, job)
+	a.Finished(ctx, job)
+	a.StatusSynced(ctx, job)
+	a.NoOrphans(ctx)
 }
 
 // Bare provisions local clusters for o without MultiKueue (no connector
