@@ -27,14 +27,7 @@ func AllAtOnce(ctx context.Context, env *Env, o DispatchOptions) (DispatchResult
 	if err := r.needDispatcher(topology.DispatcherAllAtOnce); err != nil {
 		return DispatchResult{}, err
 	}
-	if err := o.defaults(r.name, "DispatchOptions", r.env.Topo.JobSize()); err != nil {
-		return DispatchResult{}, err
-	}
-	kinds, err := checkKinds(env, "DispatchOptions.Kinds", o.Kinds)
-	if err != nil {
-		return DispatchResult{}, err
-	}
-	objs, err := r.build(o.templates(r.namespace(o.Namespace), kinds))
+	objs, err := r.dispatchObjects(&o, "DispatchOptions")
 	if err != nil {
 		return DispatchResult{}, err
 	}

@@ -91,14 +91,7 @@ func External(ctx context.Context, env *Env, o ExternalOptions) (ExternalResult,
 		return ExternalResult{}, r.errorf("the manager's MultiKueue dispatcher is %q, which Kueue implements; set topology.Options.Kueue.Dispatcher to another name for an external one", d)
 	}
 	d := o.Dispatch
-	if err := d.defaults(r.name, "ExternalOptions.Dispatch", r.env.Topo.JobSize()); err != nil {
-		return ExternalResult{}, err
-	}
-	kinds, err := checkKinds(env, "ExternalOptions.Dispatch.Kinds", d.Kinds)
-	if err != nil {
-		return ExternalResult{}, err
-	}
-	objs, err := r.build(d.templates(r.namespace(d.Namespace), kinds))
+	objs, err := r.dispatchObjects(&d, "ExternalOptions.Dispatch")
 	if err != nil {
 		return ExternalResult{}, err
 	}

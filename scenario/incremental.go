@@ -75,10 +75,7 @@ func Incremental(ctx context.Context, env *Env, o IncrementalOptions) (Increment
 		return IncrementalResult{}, err
 	}
 	d := o.Dispatch
-	if err := d.defaults(r.name, "IncrementalOptions.Dispatch", r.env.Topo.JobSize()); err != nil {
-		return IncrementalResult{}, err
-	}
-	kinds, err := checkKinds(env, "IncrementalOptions.Dispatch.Kinds", d.Kinds)
+	kinds, err := r.dispatchKinds(&d, "IncrementalOptions.Dispatch")
 	if err != nil {
 		return IncrementalResult{}, err
 	}
