@@ -198,6 +198,15 @@ func (r *run) dispatchObjects(d *DispatchOptions, path string) ([]client.Object,
 	return r.build(d.templates(r.namespace(d.Namespace), kinds))
 }
 
+// batchJobs applies d's defaults and builds its batch/Jobs, for the
+// scenarios that submit no other kind; path names d in errors.
+func (r *run) batchJobs(d *DispatchOptions, path string) ([]client.Object, error) {
+	if err := d.defaults(r.name, path, r.env.Topo.JobSize()); err != nil {
+		return nil, err
+	}
+	return r.build(d.templates(r.namespace(d.Namespace), []observe.Kind{observe.KindJob}))
+}
+
 // dispatch submits objs and judges them as Dispatch does.
 func (r *run) dispatch(ctx context.Context, objs []client.Object, o DispatchOptions) (DispatchResult, error) {
 	res := DispatchResult{Objects: objs, Placement: map[string]string{}}

@@ -244,10 +244,7 @@ func (r *Runner) WorkerOutage(ctx context.Context, o OutageOptions) (OutageResul
 // pickVictim: the load of the scenarios that do something to one worker
 // while its Jobs run (WorkerOutage, Disconnect, RotateCredentials).
 func (r *run) loadOne(ctx context.Context, d *DispatchOptions, path, want string) ([]client.Object, *topology.Cluster, []client.Object, error) {
-	if err := d.defaults(r.name, path, r.env.Topo.JobSize()); err != nil {
-		return nil, nil, nil, err
-	}
-	objs, err := r.build(d.templates(r.namespace(d.Namespace), []observe.Kind{observe.KindJob}))
+	objs, err := r.batchJobs(d, path)
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -84,10 +84,7 @@ func ManagerRestart(ctx context.Context, env *Env, o RestartOptions) (RestartRes
 		}
 		d.Jobs = 2 * max(m, w, 1)
 	}
-	if err := d.defaults(r.name, "RestartOptions.Dispatch", r.env.Topo.JobSize()); err != nil {
-		return res, err
-	}
-	objs, err := r.build(d.templates(r.namespace(d.Namespace), []observe.Kind{observe.KindJob}))
+	objs, err := r.batchJobs(&d, "RestartOptions.Dispatch")
 	if err != nil {
 		return res, err
 	}
