@@ -48,23 +48,9 @@ func kubeflowKinds() []observe.Kind {
 func TestKubeflowKindsSucceedAndFail(t *testing.T) {
 	env := kubeflow.get(t)
 	for _, k := range kubeflowKinds() {
-		for _, fails := range []bool{false, true} {
-			name := fmt.Sprintf("%s/succeeds", k)
-			if fails {
-				name = fmt.Sprintf("%s/fails", k)
-			}
-			t.Run(name, func(t *testing.T) {
-				prefix := "kf-" + strings.ToLower(string(k))
-				if fails {
-					prefix += "-failing"
-				}
-				start := time.Now()
-				res, ok := scenario.For(t, env).Dispatch(context.Background(), scenario.DispatchOptions{
-					Kinds: []observe.Kind{k}, NamePrefix: prefix, CPU: "250m", Memory: "128Mi", Fails: fails,
-				})
-				t.Logf("%s in %s (ok=%t); placed on %v", k, time.Since(start).Round(time.Millisecond), ok, res.PerWorker())
-			})
-		}
+		t.Run(string(k), func(t *testing.T) {
+			dispatchSucceedsAndFails(t, env, k, "kf-"+strings.ToLower(string(k)))
+		})
 	}
 }
 
