@@ -108,3 +108,26 @@ func ensureTrainingRuntime(t *testing.T, env *scenario.Env) {
 		}
 	}
 }
+
+// namedCheck is a per-workload assertion and its name.
+type namedCheck struct {
+	name  string
+	check func(context.Context, client.Object) error
+}
+
+// placementChecks are c's assertions of a workload's placement:
+// ExactlyOnceAdmitted, NominationCleared and LosersCleaned.
+func placementChecks(c *assert.Checker) []namedCheck {
+	return []namedCheck{{"ExactlyOnceAdmitted", c.ExactlyOnceAdmitted}, {"NominationCleared", c.NominationCleared}, {"LosersCleaned", c.LosersCleaned}}
+}
+
+// checkEach runs every check on obj, in order, and fails t with each that
+// fails, its error led by prefix and the check's name.
+func checkEach(t *testing.T, ctx context.Context, prefix string, obj client.Object, checks ...namedCheck) {
+	t.Helper()
+	for _, a := range checks {
+		if err := a.check(ctx, obj); err != nil {
+			t.Errorf("%s%s: %v", prefix, a.name, err)
+		}
+	}
+}

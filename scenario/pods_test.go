@@ -157,15 +157,8 @@ func judgePodGroup(t *testing.T, env *scenario.Env, since time.Time, pods []*cor
 	ranOn := map[string]bool{}
 	for _, p := range pods {
 		ref := fmt.Sprintf("Pod %s/%s", p.Namespace, p.Name)
-		for _, a := range []struct {
-			name  string
-			check func(context.Context, client.Object) error
-		}{{"Finished", c.Finished}, {"ExactlyOnceAdmitted", c.ExactlyOnceAdmitted}, {"NominationCleared", c.NominationCleared},
-			{"LosersCleaned", c.LosersCleaned}, {"StatusSynced", c.StatusSynced}} {
-			if err := a.check(ctx, p); err != nil {
-				t.Errorf("%s: %s: %v", ref, a.name, err)
-			}
-		}
+		checks := append([]namedCheck{{"Finished", c.Finished}}, placementChecks(&c)...)
+		checkEach(t, ctx, ref+": ", p, append(checks, namedCheck{"StatusSynced", c.StatusSynced})...)
 		evs, _ := env.Obs.History(observe.KindPod, p.Namespace, p.Name)
 		for _, e := range evs {
 			if (e.Type == observe.JobSucceeded || e.Type == observe.JobFailed) && e.Cluster != env.Topo.Manager.Name {
@@ -287,14 +280,7 @@ func TestDeploymentPodsRunThroughMultiKueue(t *testing.T) {
 	for i := range pods {
 		p := &pods[i]
 		ref := fmt.Sprintf("Pod %s/%s", p.Namespace, p.Name)
-		for _, a := range []struct {
-			name  string
-			check func(context.Context, client.Object) error
-		}{{"ExactlyOnceAdmitted", c.ExactlyOnceAdmitted}, {"NominationCleared", c.NominationCleared}, {"LosersCleaned", c.LosersCleaned}} {
-			if err := a.check(ctx, p); err != nil {
-				t.Errorf("%s: %s: %v", ref, a.name, err)
-			}
-		}
+		checkEach(t, ctx, ref+": ", p, placementChecks(&c)...)
 		err := poll.Until(ctx, 2*time.Minute, fmt.Sprintf("%s's copy to run and the manager's pod to show it", ref), func(context.Context) error {
 			evs, _ := env.Obs.History(observe.KindPod, p.Namespace, p.Name)
 			var copyOn string

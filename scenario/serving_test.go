@@ -121,14 +121,7 @@ func judgeRayServing(t *testing.T, env *scenario.Env, obj client.Object) {
 	ctx := context.Background()
 	ref := servingRef(obj)
 	c := submitJudged(t, env, obj)
-	for _, a := range []struct {
-		name  string
-		check func(context.Context, client.Object) error
-	}{{"ExactlyOnceAdmitted", c.ExactlyOnceAdmitted}, {"NominationCleared", c.NominationCleared}, {"LosersCleaned", c.LosersCleaned}, {"StatusSynced", c.StatusSynced}} {
-		if err := a.check(ctx, obj); err != nil {
-			t.Errorf("%s: %v", a.name, err)
-		}
-	}
+	checkEach(t, ctx, "", obj, append(placementChecks(&c), namedCheck{"StatusSynced", c.StatusSynced})...)
 	mgr := env.Topo.Manager
 	kind, _ := observe.JobKindOf(obj)
 	got, err := observe.NewJobObject(kind)
@@ -143,15 +136,7 @@ func judgeRayServing(t *testing.T, env *scenario.Env, obj client.Object) {
 	} else {
 		t.Logf("cluster %q: %s: %s", mgr.Name, ref, st.Summary)
 	}
-	if err := c.Finished(ctx, obj); !assert.IsLimitation(err) {
-		t.Errorf("Finished: want the documented limitation, got: %v", err)
-	}
-	if err := mgr.Client.Delete(ctx, obj, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
-		t.Fatalf("cluster %q: delete %s: %v", mgr.Name, ref, err)
-	}
-	if err := c.NoOrphans(ctx); err != nil {
-		t.Errorf("NoOrphans: %v", err)
-	}
+	neverFinishedNoOrphans(t, ctx, env, &c, obj)
 }
 
 // TestRayClusterStatusThatStopsFollowingFailsStatusSynced: once a placed
@@ -309,15 +294,7 @@ func judgeSubmitted(t *testing.T, env *scenario.Env, since time.Time, obj client
 	c := *env.Check
 	c.Since = since
 	ref := servingRef(obj)
-	mgr := env.Topo.Manager
-	for _, a := range []struct {
-		name  string
-		check func(context.Context, client.Object) error
-	}{{"ExactlyOnceAdmitted", c.ExactlyOnceAdmitted}, {"NominationCleared", c.NominationCleared}, {"LosersCleaned", c.LosersCleaned}} {
-		if err := a.check(ctx, obj); err != nil {
-			t.Errorf("%s: %v", a.name, err)
-		}
-	}
+	checkEach(t, ctx, "", obj, placementChecks(&c)...)
 	err := c.StatusSynced(ctx, obj)
 	if !assert.IsLimitation(err) {
 		t.Fatalf("StatusSynced: want the documented limitation, got: %v", err)
@@ -328,11 +305,20 @@ func judgeSubmitted(t *testing.T, env *scenario.Env, since time.Time, obj client
 			t.Errorf("StatusSynced's limitation lacks %q:\n%v", want, err)
 		}
 	}
+	neverFinishedNoOrphans(t, ctx, env, &c, obj)
+}
+
+// neverFinishedNoOrphans checks that Finished returns the documented
+// limitation for obj, a serving kind, then deletes it from the manager and
+// checks that no orphan is left.
+func neverFinishedNoOrphans(t *testing.T, ctx context.Context, env *scenario.Env, c *assert.Checker, obj client.Object) {
+	t.Helper()
+	mgr := env.Topo.Manager
 	if err := c.Finished(ctx, obj); !assert.IsLimitation(err) {
 		t.Errorf("Finished: want the documented limitation, got: %v", err)
 	}
 	if err := mgr.Client.Delete(ctx, obj, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
-		t.Fatalf("cluster %q: delete %s: %v", mgr.Name, ref, err)
+		t.Fatalf("cluster %q: delete %s: %v", mgr.Name, servingRef(obj), err)
 	}
 	if err := c.NoOrphans(ctx); err != nil {
 		t.Errorf("NoOrphans: %v", err)
