@@ -11,7 +11,7 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/multikueue-testkit/testkit/assert"
-	"github.com/multikueue-testkit/testkit/scenario"
+	"github.com/multikueue-testkit/testkit/internal/testtopo"
 	"github.com/multikueue-testkit/testkit/topology"
 	"github.com/multikueue-testkit/testkit/topology/local"
 	"github.com/multikueue-testkit/testkit/workload"
@@ -29,17 +29,8 @@ func TestPendingVisible(t *testing.T) {
 	ctx := context.Background()
 	quota := topology.Quota{CPU: "1", Memory: "1Gi"}
 	start := time.Now()
-	topo, err := local.New(ctx, topology.Options{Workers: 1, ManagerQuota: &quota}, local.Options{HA: local.HA{Manager: true}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	topo.CloseWith(t)
-	t.Logf("HA topology ready in %s", time.Since(start).Round(time.Millisecond))
-	e, err := scenario.Observe(ctx, topo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+	topo, e := testtopo.StartObserved(ctx, t, topology.Options{Workers: 1, ManagerQuota: &quota}, local.Options{HA: local.HA{Manager: true}})
+	t.Logf("HA topology ready and observed in %s", time.Since(start).Round(time.Millisecond))
 	p := topo.Provider().(*local.Provider)
 	mgr := topo.Manager
 	ns, lq := topo.Spec.Queues.Namespaces[0], topo.Spec.Queues.LocalQueue

@@ -22,7 +22,7 @@ import (
 
 // StartObserved starts a local topology of its own for t, closed when t
 // ends, with an Env observing it (closed first).
-func StartObserved(ctx context.Context, t *testing.T, o topology.Options, lo local.Options) (*topology.Topology, *scenario.Env) {
+func StartObserved(ctx context.Context, t testing.TB, o topology.Options, lo local.Options) (*topology.Topology, *scenario.Env) {
 	t.Helper()
 	topo, err := local.New(ctx, o, lo)
 	if err != nil {
