@@ -123,14 +123,7 @@ func judgeRayServing(t *testing.T, env *scenario.Env, obj client.Object) {
 	c := submitJudged(t, env, obj)
 	checkEach(t, ctx, "", obj, append(placementChecks(&c), namedCheck{"StatusSynced", c.StatusSynced})...)
 	mgr := env.Topo.Manager
-	kind, _ := observe.JobKindOf(obj)
-	got, err := observe.NewJobObject(kind)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := mgr.Client.Get(ctx, client.ObjectKeyFromObject(obj), got); err != nil {
-		t.Fatalf("cluster %q: get %s: %v", mgr.Name, ref, err)
-	}
+	got := managerCopy(t, ctx, env, obj)
 	if st, _ := observe.JobStateOf(got); !st.Started {
 		t.Errorf("cluster %q: %s is %s after StatusSynced held, want it started (copied from the worker)", mgr.Name, ref, st.Summary)
 	} else {
@@ -180,20 +173,14 @@ func statusStopsFollowing(t *testing.T, env *scenario.Env, obj client.Object, re
 	}
 	mgr := env.Topo.Manager
 	refuseStatusWrites(t, mgr, "kueue", resource, obj.GetName())
-	kind, _ := observe.JobKindOf(obj)
-	got, err := observe.NewJobObject(kind)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := mgr.Client.Get(ctx, client.ObjectKeyFromObject(obj), got); err != nil {
-		t.Fatalf("cluster %q: get %s: %v", mgr.Name, ref, err)
-	}
+	got := managerCopy(t, ctx, env, obj)
 	orig := got.DeepCopyObject().(client.Object)
 	change(got)
 	if err := mgr.Client.Status().Patch(ctx, got, client.MergeFrom(orig)); err != nil {
 		t.Fatalf("cluster %q: patch %s's status: %v", mgr.Name, ref, err)
 	}
-	err = poll.Until(ctx, 10*time.Second, fmt.Sprintf("the Observer to record the manager's changed %s status", kind), func(context.Context) error {
+	kind, _ := observe.JobKindOf(obj)
+	err := poll.Until(ctx, 10*time.Second, fmt.Sprintf("the Observer to record the manager's changed %s status", kind), func(context.Context) error {
 		evs, _ := env.Obs.History(kind, obj.GetNamespace(), obj.GetName())
 		for _, e := range evs {
 			if e.Cluster == mgr.Name && e.Type == observe.JobStatus && strings.Contains(e.Detail, changed) {
@@ -306,6 +293,21 @@ func judgeSubmitted(t *testing.T, env *scenario.Env, since time.Time, obj client
 		}
 	}
 	neverFinishedNoOrphans(t, ctx, env, &c, obj)
+}
+
+// managerCopy reads obj, a job object, from the manager.
+func managerCopy(t *testing.T, ctx context.Context, env *scenario.Env, obj client.Object) client.Object {
+	t.Helper()
+	mgr := env.Topo.Manager
+	kind, _ := observe.JobKindOf(obj)
+	got, err := observe.NewJobObject(kind)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mgr.Client.Get(ctx, client.ObjectKeyFromObject(obj), got); err != nil {
+		t.Fatalf("cluster %q: get %s: %v", mgr.Name, servingRef(obj), err)
+	}
+	return got
 }
 
 // neverFinishedNoOrphans checks that Finished returns the documented
