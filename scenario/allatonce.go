@@ -42,8 +42,7 @@ func AllAtOnce(ctx context.Context, env *Env, o DispatchOptions) (DispatchResult
 // AllAtOnce runs AllAtOnce and reports its error.
 func (r *Runner) AllAtOnce(ctx context.Context, o DispatchOptions) (DispatchResult, bool) {
 	r.rep.Helper()
-	res, err := AllAtOnce(ctx, r.env, o)
-	return res, r.report(err)
+	return reported(r, ctx, AllAtOnce, o)
 }
 
 // needDispatcher checks the manager's dispatcher.

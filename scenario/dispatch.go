@@ -255,6 +255,5 @@ func (r *run) outcomeCheck() check {
 // Dispatch runs Dispatch and reports its error.
 func (r *Runner) Dispatch(ctx context.Context, o DispatchOptions) (DispatchResult, bool) {
 	r.rep.Helper()
-	res, err := Dispatch(ctx, r.env, o)
-	return res, r.report(err)
+	return reported(r, ctx, Dispatch, o)
 }

@@ -139,8 +139,7 @@ func External(ctx context.Context, env *Env, o ExternalOptions) (ExternalResult,
 // External runs External and reports its error.
 func (r *Runner) External(ctx context.Context, o ExternalOptions) (ExternalResult, bool) {
 	r.rep.Helper()
-	res, err := External(ctx, r.env, o)
-	return res, r.report(err)
+	return reported(r, ctx, External, o)
 }
 
 // nominator is a minimal external MultiKueue dispatcher.

@@ -103,8 +103,7 @@ func Incremental(ctx context.Context, env *Env, o IncrementalOptions) (Increment
 // Incremental runs Incremental and reports its error.
 func (r *Runner) Incremental(ctx context.Context, o IncrementalOptions) (IncrementalResult, bool) {
 	r.rep.Helper()
-	res, err := Incremental(ctx, r.env, o)
-	return res, r.report(err)
+	return reported(r, ctx, Incremental, o)
 }
 
 // workerQuotas returns each worker's ClusterQueue limit, read from the

@@ -124,8 +124,7 @@ func LoserCleanup(ctx context.Context, env *Env, o LoserCleanupOptions) (LoserCl
 // LoserCleanup runs LoserCleanup and reports its error.
 func (r *Runner) LoserCleanup(ctx context.Context, o LoserCleanupOptions) (LoserCleanupResult, bool) {
 	r.rep.Helper()
-	res, err := LoserCleanup(ctx, r.env, o)
-	return res, r.report(err)
+	return reported(r, ctx, LoserCleanup, o)
 }
 
 // countLosers adds o's losing copies of its first cycle to res.

@@ -235,8 +235,7 @@ func (r *run) lose(ctx context.Context, o OutageOptions, opts string, ready func
 // Lifecycle when the TB can skip).
 func (r *Runner) WorkerOutage(ctx context.Context, o OutageOptions) (OutageResult, bool) {
 	r.rep.Helper()
-	res, err := WorkerOutage(ctx, r.env, o)
-	return res, r.report(err)
+	return reported(r, ctx, WorkerOutage, o)
 }
 
 // loadOne submits the batch/Jobs of d (its defaults applied; path names it

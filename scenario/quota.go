@@ -129,8 +129,7 @@ func Quota(ctx context.Context, env *Env, o QuotaOptions) (QuotaResult, error) {
 // Quota runs Quota and reports its error.
 func (r *Runner) Quota(ctx context.Context, o QuotaOptions) (QuotaResult, bool) {
 	r.rep.Helper()
-	res, err := Quota(ctx, r.env, o)
-	return res, r.report(err)
+	return reported(r, ctx, Quota, o)
 }
 
 // capacity returns how many jobs requesting cpu and memory fit the manager's

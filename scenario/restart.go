@@ -176,8 +176,7 @@ func ManagerRestart(ctx context.Context, env *Env, o RestartOptions) (RestartRes
 // Lifecycle when the TB can skip).
 func (r *Runner) ManagerRestart(ctx context.Context, o RestartOptions) (RestartResult, bool) {
 	r.rep.Helper()
-	res, err := ManagerRestart(ctx, r.env, o)
-	return res, r.report(err)
+	return reported(r, ctx, ManagerRestart, o)
 }
 
 type notResumed struct {

@@ -58,6 +58,5 @@ func StatusSync(ctx context.Context, env *Env, o StatusSyncOptions) (DispatchRes
 // StatusSync runs StatusSync and reports its error.
 func (r *Runner) StatusSync(ctx context.Context, o StatusSyncOptions) (DispatchResult, bool) {
 	r.rep.Helper()
-	res, err := StatusSync(ctx, r.env, o)
-	return res, r.report(err)
+	return reported(r, ctx, StatusSync, o)
 }

@@ -219,8 +219,7 @@ func Stress(ctx context.Context, env *Env, o StressOptions) (StressResult, error
 // Stress runs Stress and reports its error.
 func (r *Runner) Stress(ctx context.Context, o StressOptions) (StressResult, bool) {
 	r.rep.Helper()
-	res, err := Stress(ctx, r.env, o)
-	return res, r.report(err)
+	return reported(r, ctx, Stress, o)
 }
 
 // allFinished waits until every object's manager Workload is Finished, for
