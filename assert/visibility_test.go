@@ -66,7 +66,7 @@ func TestPendingVisible(t *testing.T) {
 
 	t.Run("another order fails, naming each replica", func(t *testing.T) {
 		err := short.PendingVisible(ctx, cq, low, mid, high)
-		mustFail(t, err, `replica kueue-0`, `replica kueue-1`, "lists [default/job-pv-high-")
+		testtopo.FailsNaming(t, err, `replica kueue-0`, `replica kueue-1`, "lists [default/job-pv-high-")
 	})
 
 	t.Run("a replica serving stale answers fails it by name", func(t *testing.T) {
@@ -75,7 +75,7 @@ func TestPendingVisible(t *testing.T) {
 		}
 		newest = job("pv-newest", "pv-low")
 		err := short.PendingVisible(ctx, cq, high, mid, low, newest)
-		mustFail(t, err, `cluster "manager": replica kueue-1`)
+		testtopo.FailsNaming(t, err, `cluster "manager": replica kueue-1`)
 		if strings.Contains(err.Error(), "replica kueue-0") {
 			t.Errorf("the up-to-date replica kueue-0 is blamed too:\n%v", err)
 		}
@@ -98,7 +98,7 @@ func TestPendingVisible(t *testing.T) {
 			t.Skip("needs the previous subtest's workload")
 		}
 		err := short.PendingVisible(ctx, cq, high, mid, low, newest)
-		mustFail(t, err, `cluster "manager": replica kueue-1`, "the visibility request failed")
+		testtopo.FailsNaming(t, err, `cluster "manager": replica kueue-1`, "the visibility request failed")
 		if strings.Contains(err.Error(), "replica kueue-0") {
 			t.Errorf("the serving replica kueue-0 is blamed too:\n%v", err)
 		}

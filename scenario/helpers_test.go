@@ -75,22 +75,6 @@ func redonePlacements(errs []error, objs []client.Object) []string {
 	return out
 }
 
-// failsNaming checks that err is an assertion failure whose message has
-// every one of wants, and logs it.
-func failsNaming(t *testing.T, err error, wants ...string) {
-	t.Helper()
-	var f *assert.Failure
-	if !errors.As(err, &f) {
-		t.Fatalf("want an assertion failure, got %v", err)
-	}
-	for _, want := range wants {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("failure message lacks %q:\n%v", want, err)
-		}
-	}
-	t.Logf("the failure reads:\n%v", err)
-}
-
 // ensureTrainingRuntime creates the ClusterTrainingRuntime built TrainJobs
 // refer to (workload.DefaultTrainingRuntime) on every cluster of env where
 // it is missing, for a test that creates TrainJobs itself (Dispatch does it

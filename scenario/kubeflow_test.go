@@ -15,6 +15,7 @@ import (
 
 	"github.com/multikueue-testkit/testkit/assert"
 	"github.com/multikueue-testkit/testkit/internal/poll"
+	"github.com/multikueue-testkit/testkit/internal/testtopo"
 	"github.com/multikueue-testkit/testkit/observe"
 	"github.com/multikueue-testkit/testkit/scenario"
 	"github.com/multikueue-testkit/testkit/workload"
@@ -250,7 +251,7 @@ func secondAdmissionFails(t *testing.T, env *scenario.Env, job client.Object) {
 		t.Fatal(err)
 	}
 	err = chk.ExactlyOnceAdmitted(ctx, job)
-	failsNaming(t, err, "ExactlyOnceAdmitted failed", string(kind)+" default/"+job.GetName(), `cluster "`+loser.Name+`"`, wl.Name, "after the manager had selected", `cluster "`+winner+`"`)
+	testtopo.FailsNaming(t, err, "ExactlyOnceAdmitted failed", string(kind)+" default/"+job.GetName(), `cluster "`+loser.Name+`"`, wl.Name, "after the manager had selected", `cluster "`+winner+`"`)
 }
 
 // TestStrayKubeflowCopiesFailNoOrphans leaves, on a worker, a TFJob, a
@@ -283,7 +284,7 @@ func TestStrayKubeflowCopiesFailNoOrphans(t *testing.T) {
 		}
 	})
 	err := assert.New(env.Topo, env.Obs).NoOrphans(ctx)
-	failsNaming(t, err, "NoOrphans failed", `cluster "`+w.Name+`": TFJob default/kf-stray-tf (age`, `cluster "`+w.Name+`": PyTorchJob default/kf-stray-pt (age`,
+	testtopo.FailsNaming(t, err, "NoOrphans failed", `cluster "`+w.Name+`": TFJob default/kf-stray-tf (age`, `cluster "`+w.Name+`": PyTorchJob default/kf-stray-pt (age`,
 		`cluster "`+w.Name+`": MPIJob default/kf-stray-mpi (age`, `cluster "`+w.Name+`": TrainJob default/kf-stray-tj (age`,
 		"no TFJob of that name on the manager", "no PyTorchJob of that name on the manager", "no MPIJob of that name on the manager",
 		"no TrainJob of that name on the manager")

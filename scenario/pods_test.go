@@ -16,6 +16,7 @@ import (
 	"github.com/multikueue-testkit/testkit/assert"
 	"github.com/multikueue-testkit/testkit/internal/kobj"
 	"github.com/multikueue-testkit/testkit/internal/poll"
+	"github.com/multikueue-testkit/testkit/internal/testtopo"
 	"github.com/multikueue-testkit/testkit/observe"
 	"github.com/multikueue-testkit/testkit/scenario"
 	"github.com/multikueue-testkit/testkit/workload"
@@ -195,7 +196,7 @@ func TestStrayPodCopyFailsNoOrphans(t *testing.T) {
 		t.Cleanup(func() { _ = w.Client.Delete(ctx, p) })
 	}
 	err := assert.New(env.Topo, env.Obs).NoOrphans(ctx)
-	failsNaming(t, err, "NoOrphans failed", `cluster "`+w.Name+`": Pod default/stray-pod (age`, "no Pod of that name on the manager")
+	testtopo.FailsNaming(t, err, "NoOrphans failed", `cluster "`+w.Name+`": Pod default/stray-pod (age`, "no Pod of that name on the manager")
 	if err != nil && strings.Contains(err.Error(), "workers-own-pod") {
 		t.Errorf("NoOrphans took the worker's own pod for an orphan:\n%v", err)
 	}
@@ -235,7 +236,7 @@ func TestStrayPodGroupCopyFailsNoOrphans(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = w.Client.Delete(ctx, stray) })
 	err := assert.New(env.Topo, env.Obs).NoOrphans(ctx)
-	failsNaming(t, err, "NoOrphans failed", `cluster "`+w.Name+`": Pod default/`+stray.Name+` (age`, "no Pod of that name on the manager")
+	testtopo.FailsNaming(t, err, "NoOrphans failed", `cluster "`+w.Name+`": Pod default/`+stray.Name+` (age`, "no Pod of that name on the manager")
 }
 
 // TestDeploymentPodsRunThroughMultiKueue submits a Deployment of two

@@ -16,6 +16,7 @@ import (
 
 	"github.com/multikueue-testkit/testkit/assert"
 	"github.com/multikueue-testkit/testkit/internal/poll"
+	"github.com/multikueue-testkit/testkit/internal/testtopo"
 	"github.com/multikueue-testkit/testkit/observe"
 	"github.com/multikueue-testkit/testkit/scenario"
 	"github.com/multikueue-testkit/testkit/topology"
@@ -194,7 +195,7 @@ func statusStopsFollowing(t *testing.T, env *scenario.Env, obj client.Object, re
 	}
 	c.Timeout = 20 * time.Second
 	err = c.StatusSynced(ctx, obj)
-	failsNaming(t, err, "StatusSynced failed", ref, `cluster "`+mgr.Name+`"`, changed, workerHas)
+	testtopo.FailsNaming(t, err, "StatusSynced failed", ref, `cluster "`+mgr.Name+`"`, changed, workerHas)
 }
 
 // refuseStatusWrites has cluster c's API server refuse user's writes to
@@ -371,7 +372,7 @@ func TestStrayServingCopiesFailNoOrphans(t *testing.T) {
 		}
 	})
 	err := assert.New(env.Topo, env.Obs).NoOrphans(ctx)
-	failsNaming(t, err, "NoOrphans failed", `cluster "`+w.Name+`": StatefulSet default/stray-sts (age`, `cluster "`+w.Name+`": LeaderWorkerSet default/stray-lws (age`,
+	testtopo.FailsNaming(t, err, "NoOrphans failed", `cluster "`+w.Name+`": StatefulSet default/stray-sts (age`, `cluster "`+w.Name+`": LeaderWorkerSet default/stray-lws (age`,
 		`cluster "`+w.Name+`": RayCluster default/stray-rc (age`,
 		"no StatefulSet of that name on the manager", "no LeaderWorkerSet of that name on the manager", "no RayCluster of that name on the manager")
 }
@@ -395,5 +396,5 @@ func TestStaleLeaderWorkerSetCopyFailsNoOrphans(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = w.Client.Delete(ctx, stale, client.PropagationPolicy(metav1.DeletePropagationBackground)) })
 	err := assert.New(env.Topo, env.Obs).NoOrphans(ctx)
-	failsNaming(t, err, `cluster "`+w.Name+`": LeaderWorkerSet default/stale-lws (age`, observe.AnnotationOriginUID+"=0b0e1a7e-stale names an earlier LeaderWorkerSet", "the manager's is "+string(live.GetUID()))
+	testtopo.FailsNaming(t, err, `cluster "`+w.Name+`": LeaderWorkerSet default/stale-lws (age`, observe.AnnotationOriginUID+"=0b0e1a7e-stale names an earlier LeaderWorkerSet", "the manager's is "+string(live.GetUID()))
 }

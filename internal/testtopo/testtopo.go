@@ -4,7 +4,9 @@ package testtopo
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -64,6 +66,23 @@ func DispatchedOnce(ctx context.Context, t testing.TB, a *assert.Asserter, job c
 	a.Finished(ctx, job)
 	a.StatusSynced(ctx, job)
 	a.NoOrphans(ctx)
+}
+
+// FailsNaming checks that err is an assertion failure (assert.Failure)
+// whose message contains every want, and logs it: the log is the
+// documentation of what a user sees.
+func FailsNaming(t testing.TB, err error, wants ...string) {
+	t.Helper()
+	var f *assert.Failure
+	if !errors.As(err, &f) {
+		t.Fatalf("want an assertion failure, got %v", err)
+	}
+	for _, want := range wants {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("failure message lacks %q:\n%v", want, err)
+		}
+	}
+	t.Logf("the failure reads:\n%v", err)
 }
 
 // Bare provisions local clusters for o without MultiKueue (no connector
