@@ -1,19 +1,17 @@
 // Package testtopo holds what the module's tests share to start a local
-// topology and wait on what it runs: it is imported by _test.go files only.
+// topology, wait on what it runs and judge it: it is imported by _test.go
+// files only.
 package testtopo
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
-	"github.com/multikueue-testkit/testkit/assert"
 	"github.com/multikueue-testkit/testkit/internal/poll"
 	"github.com/multikueue-testkit/testkit/observe"
 
@@ -54,35 +52,6 @@ func WaitWorkload(ctx context.Context, t testing.TB, c *topology.Cluster, job cl
 		t.Fatal(err)
 	}
 	return wl
-}
-
-// DispatchedOnce reports, through a, every per-workload assertion of a
-// dispatched job that runs to its end, then NoOrphans.
-func DispatchedOnce(ctx context.Context, t testing.TB, a *assert.Asserter, job client.Object) {
-	t.Helper()
-	a.ExactlyOnceAdmitted(ctx, job)
-	a.NominationCleared(ctx, job)
-	a.LosersCleaned(ctx, job)
-	a.Finished(ctx, job)
-	a.StatusSynced(ctx, job)
-	a.NoOrphans(ctx)
-}
-
-// FailsNaming checks that err is an assertion failure (assert.Failure)
-// whose message contains every want, and logs it: the log is the
-// documentation of what a user sees.
-func FailsNaming(t testing.TB, err error, wants ...string) {
-	t.Helper()
-	var f *assert.Failure
-	if !errors.As(err, &f) {
-		t.Fatalf("want an assertion failure, got %v", err)
-	}
-	for _, want := range wants {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("failure message lacks %q:\n%v", want, err)
-		}
-	}
-	t.Logf("the failure reads:\n%v", err)
 }
 
 // Bare provisions local clusters for o without MultiKueue (no connector
