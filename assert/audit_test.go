@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
+	"github.com/multikueue-testkit/testkit/internal/testtopo"
 	"github.com/multikueue-testkit/testkit/observe"
 	"github.com/multikueue-testkit/testkit/topology"
 	"github.com/multikueue-testkit/testkit/workload"
@@ -57,7 +58,7 @@ func TestFailureTimelineNamesWhoMadeEachChange(t *testing.T) {
 	wl, winner := placedOn(t, ctx, job)
 	jobObserved(t, ctx, winner, job, observe.JobStarted)
 	err := checker(5*time.Second).Finished(ctx, job)
-	mustFail(t, err, "Finished failed")
+	testtopo.FailsNaming(t, err, "Finished failed")
 	msg := err.Error()
 	mgr := env.Topo.Manager.Name
 	q := regexp.QuoteMeta

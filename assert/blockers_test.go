@@ -62,7 +62,7 @@ func TestAStuckWorkloadNamesTheRefusedCreate(t *testing.T) {
 	}
 	want = append(want, "create workloads.kueue.x-k8s.io default/"+wl+" by "+serviceAccountUser(),
 		"refused by ValidatingAdmissionPolicy "+policy, msg)
-	mustFail(t, c.ExactlyOnceAdmitted(ctx, job), want...)
+	testtopo.FailsNaming(t, c.ExactlyOnceAdmitted(ctx, job), want...)
 	if err := c.ForeignUntouched(ctx); err != nil {
 		t.Errorf("no foreign object was touched: %v", err)
 	}

@@ -34,6 +34,7 @@ import (
 	"github.com/multikueue-testkit/testkit/assert"
 	"github.com/multikueue-testkit/testkit/connect"
 	"github.com/multikueue-testkit/testkit/internal/poll"
+	"github.com/multikueue-testkit/testkit/internal/testtopo"
 	"github.com/multikueue-testkit/testkit/topology"
 	"github.com/multikueue-testkit/testkit/topology/local"
 )
@@ -219,10 +220,10 @@ func TestSetupActiveCatchesATokenTheWorkerRejects(t *testing.T) {
 	want := []string{`cluster "` + w.Name + `"`, "credentials from " + src + " (",
 		"token [redacted] for system:serviceaccount:" + ns + ":mktk-gone", "refused by the worker: 401 Unauthorized"}
 	err := c.SetupActive(ctx)
-	mustFail(t, err, append([]string{"SetupActive failed"}, want...)...)
+	testtopo.FailsNaming(t, err, append([]string{"SetupActive failed"}, want...)...)
 	mustNotLeak(t, err, token)
 	err = c.ClusterActive(ctx, w.Name)
-	mustFail(t, err, append([]string{"ClusterActive failed", "MultiKueueCluster " + w.Name}, want...)...)
+	testtopo.FailsNaming(t, err, append([]string{"ClusterActive failed", "MultiKueueCluster " + w.Name}, want...)...)
 	mustNotLeak(t, err, token)
 	other := c.WorkerCredentials(ctx)[0]
 	if other.User != multiKueueUser() || len(other.Problems) > 0 {
@@ -250,7 +251,7 @@ func TestSetupActiveCatchesAnExpiredToken(t *testing.T) {
 	useToken(t, ctx, w, token)
 
 	err := checker(5 * time.Second).SetupActive(ctx)
-	mustFail(t, err, "SetupActive failed", `cluster "`+w.Name+`"`, "credentials from "+src+" (",
+	testtopo.FailsNaming(t, err, "SetupActive failed", `cluster "`+w.Name+`"`, "credentials from "+src+" (",
 		"token [redacted] for "+multiKueueUser()+", expired at", "ago)", "refused by the worker: 401 Unauthorized")
 	mustNotLeak(t, err, token)
 }
@@ -359,11 +360,11 @@ func TestSetupActiveCatchesAMissingPermission(t *testing.T) {
 	want := []string{`cluster "` + w.Name + `"`, "credentials from " + src + " (",
 		"user " + multiKueueUser() + ", may not (cluster-wide): delete workloads.kueue.x-k8s.io"}
 	err = c.SetupActive(ctx)
-	mustFail(t, err, append([]string{"SetupActive failed"}, want...)...)
+	testtopo.FailsNaming(t, err, append([]string{"SetupActive failed"}, want...)...)
 	if strings.Contains(err.Error(), "may not (cluster-wide): delete workloads.kueue.x-k8s.io, ") {
 		t.Errorf("more than the one verb taken away was reported:\n%v", err)
 	}
-	mustFail(t, c.ClusterActive(ctx, w.Name), append([]string{"ClusterActive failed"}, want...)...)
+	testtopo.FailsNaming(t, c.ClusterActive(ctx, w.Name), append([]string{"ClusterActive failed"}, want...)...)
 }
 
 // tokenOf reads the token in a MultiKueue Secret: under key, or in the

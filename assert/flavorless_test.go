@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
+	"github.com/multikueue-testkit/testkit/internal/testtopo"
 	"github.com/multikueue-testkit/testkit/observe"
 	"github.com/multikueue-testkit/testkit/workload"
 )
@@ -45,7 +46,7 @@ func TestExactlyOnceAdmittedSaysAFlavorlessJobSkipsMultiKueue(t *testing.T) {
 	}
 	start := time.Now()
 	err := c.ExactlyOnceAdmitted(ctx, job)
-	mustFail(t, err, "ExactlyOnceAdmitted failed", `cluster "manager"`, "admitted on the manager", "without any admission check Ready", "requests no resources")
+	testtopo.FailsNaming(t, err, "ExactlyOnceAdmitted failed", `cluster "manager"`, "admitted on the manager", "without any admission check Ready", "requests no resources")
 	if d := time.Since(start); d > 30*time.Second {
 		t.Errorf("the failure took %s: it should stop as soon as the manager admitted the Workload", d.Round(time.Second))
 	}

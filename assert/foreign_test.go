@@ -113,12 +113,7 @@ func TestForeignUntouchedCatchesKueueDeletingAWorkersOwnJob(t *testing.T) {
 	job := workload.NewJob("h3", "default").Queue("user-queue").Requests("1", "1Gi").RunFor(500 * time.Millisecond).Obj()
 	submit(t, ctx, job)
 	a := assert.For(t, c)
-	a.ExactlyOnceAdmitted(ctx, job)
-	a.NominationCleared(ctx, job)
-	a.LosersCleaned(ctx, job)
-	a.Finished(ctx, job)
-	a.StatusSynced(ctx, job)
-	a.NoOrphans(ctx)
+	testtopo.DispatchedOnce(ctx, t, a, job)
 	// MultiKueue deletes by name before it dispatches and again once the
 	// workload finished: by now the defect had every chance to show.
 	err := c.ForeignUntouched(ctx)
@@ -137,7 +132,7 @@ func TestForeignUntouchedCatchesKueueDeletingAWorkersOwnJob(t *testing.T) {
 		}
 		t.Fatal("the worker's own Job default/h3 survived the manager Job of that name: Kueue no longer has this defect (kueue#11849), turn this test around")
 	}
-	mustFail(t, err, "ForeignUntouched failed", `cluster "`+w.Name+`": Job default/h3`, "UID "+string(own.UID),
+	testtopo.FailsNaming(t, err, "ForeignUntouched failed", `cluster "`+w.Name+`": Job default/h3`, "UID "+string(own.UID),
 		"without the "+observe.LabelOrigin+" label", "was deleted at", "while the manager's Job of that name",
 		serviceAccountUser())
 }
@@ -161,12 +156,7 @@ func TestForeignJobOnALosingWorkerIsNotACopy(t *testing.T) {
 	job := workload.NewJob("h4", "default").Queue("user-queue").Requests("1", "1Gi").RunFor(500 * time.Millisecond).Obj()
 	submit(t, ctx, job)
 	a := assert.For(t, c)
-	a.ExactlyOnceAdmitted(ctx, job)
-	a.NominationCleared(ctx, job)
-	a.LosersCleaned(ctx, job)
-	a.Finished(ctx, job)
-	a.StatusSynced(ctx, job)
-	a.NoOrphans(ctx)
+	testtopo.DispatchedOnce(ctx, t, a, job)
 	a.QuotaRespected(ctx)
 	if _, on := placedOn(t, ctx, job); on != winner.Name {
 		t.Errorf("placed on %q, want %q (the other worker's queue is held)", on, winner.Name)
@@ -204,7 +194,7 @@ func TestExactlyOnceAdmittedSaysTheWinnersJobIsNotMultiKueues(t *testing.T) {
 		// touch the worker's Job, before or after the manager's goes.
 		wlName = testtopo.WaitWorkload(ctx, t, env.Topo.Manager, job).Name
 		err := c.ExactlyOnceAdmitted(ctx, job)
-		mustFail(t, err, "ExactlyOnceAdmitted failed", wlName,
+		testtopo.FailsNaming(t, err, "ExactlyOnceAdmitted failed", wlName,
 			`what holds it: cluster "`+winner.Name+`" holds its own Job default/h5 (UID `+string(own.UID), "not MultiKueue's (no "+observe.LabelOrigin+" label)")
 		remove(t, ctx, job)
 		if err := sameJob(ctx, winner, own); err != nil {
@@ -220,7 +210,7 @@ func TestExactlyOnceAdmittedSaysTheWinnersJobIsNotMultiKueues(t *testing.T) {
 	if on != winner.Name {
 		t.Fatalf("placed on %q, want %q (the other worker's queue is held)", on, winner.Name)
 	}
-	mustFail(t, c.ExactlyOnceAdmitted(ctx, job), "ExactlyOnceAdmitted failed", wl.Name,
+	testtopo.FailsNaming(t, c.ExactlyOnceAdmitted(ctx, job), "ExactlyOnceAdmitted failed", wl.Name,
 		`cluster "`+winner.Name+`": cycle 1: the job object Job default/h5 on the selected worker is not MultiKueue's (no `+observe.LabelOrigin+` label`,
 		"MultiKueue could not create its copy", "(not MultiKueue's)")
 	// Deleting the manager Job makes MultiKueue remove the remote objects of
@@ -230,7 +220,7 @@ func TestExactlyOnceAdmittedSaysTheWinnersJobIsNotMultiKueues(t *testing.T) {
 	if err := sameJob(ctx, winner, own); err != nil {
 		t.Error(err)
 	}
-	mustFail(t, c.ForeignUntouched(ctx), "ForeignUntouched failed", `cluster "`+winner.Name+`": MultiKueue (`+serviceAccountUser()+`) tried to delete Job default/h5 (UID `+string(own.UID),
+	testtopo.FailsNaming(t, c.ForeignUntouched(ctx), "ForeignUntouched failed", `cluster "`+winner.Name+`": MultiKueue (`+serviceAccountUser()+`) tried to delete Job default/h5 (UID `+string(own.UID),
 		"refused by ValidatingAdmissionPolicy "+connect.GuardName(multiKueueSA()), "testkit guard:")
 }
 
@@ -275,14 +265,14 @@ func TestGuardKeepsAWorkersOwnJob(t *testing.T) {
 	}
 	guardDenied(t, ctx, loser, "h6", c.Since)
 	err := c.ExactlyOnceAdmitted(ctx, job)
-	mustFail(t, err, "ExactlyOnceAdmitted failed", wlName, "has no status.clusterName yet",
+	testtopo.FailsNaming(t, err, "ExactlyOnceAdmitted failed", wlName, "has no status.clusterName yet",
 		`what holds it: cluster "`+loser.Name+`" holds its own Job default/h6 (UID `+string(own.UID),
 		`what holds it: cluster "`+loser.Name+`" refused`, "delete jobs.batch default/h6 by "+serviceAccountUser(),
 		"refused by ValidatingAdmissionPolicy "+connect.GuardName(multiKueueSA()))
 	if err := sameJob(ctx, loser, own); err != nil {
 		t.Error(err)
 	}
-	mustFail(t, c.ForeignUntouched(ctx), "ForeignUntouched failed", `cluster "`+loser.Name+`": MultiKueue (`+serviceAccountUser()+`) tried to delete Job default/h6`,
+	testtopo.FailsNaming(t, c.ForeignUntouched(ctx), "ForeignUntouched failed", `cluster "`+loser.Name+`": MultiKueue (`+serviceAccountUser()+`) tried to delete Job default/h6`,
 		"refused by ValidatingAdmissionPolicy "+connect.GuardName(multiKueueSA()))
 }
 

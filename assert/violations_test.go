@@ -32,22 +32,6 @@ import (
 	"github.com/multikueue-testkit/testkit/workload"
 )
 
-// mustFail checks that err is an assertion failure whose message contains
-// every want, and logs it: the log is the documentation of what a user sees.
-func mustFail(t *testing.T, err error, want ...string) {
-	t.Helper()
-	var f *assert.Failure
-	if !errors.As(err, &f) {
-		t.Fatalf("want an assertion failure, got %v", err)
-	}
-	for _, w := range want {
-		if !strings.Contains(err.Error(), w) {
-			t.Errorf("failure message lacks %q:\n%v", w, err)
-		}
-	}
-	t.Logf("the failure reads:\n%v", err)
-}
-
 func checker(timeout time.Duration) *assert.Checker {
 	c := assert.New(env.Topo, env.Obs)
 	c.Timeout = timeout
@@ -152,8 +136,15 @@ func observedAfter(t *testing.T, ctx context.Context, cluster, ns, name string, 
 // jobObserved waits until the observer has recorded a transition of job on cluster.
 func jobObserved(t *testing.T, ctx context.Context, cluster string, job *batchv1.Job, typ observe.Type) {
 	t.Helper()
-	err := poll.Until(ctx, 30*time.Second, fmt.Sprintf("the observer to record %s of Job %s/%s on %s", typ, job.Namespace, job.Name, cluster), func(context.Context) error {
-		evs, _ := env.Obs.History(observe.KindJob, job.Namespace, job.Name)
+	objectObserved(t, ctx, observe.KindJob, cluster, job, typ, 30*time.Second)
+}
+
+// objectObserved waits up to within until the observer has recorded a
+// transition of typ of obj, of kind, on cluster.
+func objectObserved(t *testing.T, ctx context.Context, kind observe.Kind, cluster string, obj client.Object, typ observe.Type, within time.Duration) {
+	t.Helper()
+	err := poll.Until(ctx, within, fmt.Sprintf("the observer to record %s of %s %s/%s on %s", typ, kind, obj.GetNamespace(), obj.GetName(), cluster), func(context.Context) error {
+		evs, _ := env.Obs.History(kind, obj.GetNamespace(), obj.GetName())
 		for _, e := range evs {
 			if e.Cluster == cluster && e.Type == typ {
 				return nil
@@ -338,7 +329,7 @@ func TestExactlyOnceAdmittedCatchesAShortLivedSecondAdmission(t *testing.T) {
 		t.Logf("note: the copy lived longer than a second on this machine")
 	}
 	observedAfter(t, ctx, loser.Name, wl.Namespace, wl.Name, observe.Deleted, created)
-	mustFail(t, checker(time.Minute).ExactlyOnceAdmitted(ctx, job),
+	testtopo.FailsNaming(t, checker(time.Minute).ExactlyOnceAdmitted(ctx, job),
 		"ExactlyOnceAdmitted failed", `cluster "`+loser.Name+`"`, wl.Name, "after the manager had selected", `cluster "`+winner+`"`)
 	_ = env.Topo.Manager.Client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground))
 }
@@ -364,14 +355,14 @@ func TestNominationClearedCatchesAPartialAllAtOnceNomination(t *testing.T) {
 	}
 	only := env.Topo.Workers[0].Name
 	wl := handPlaced(t, ctx, "hand-placed", only)
-	mustFail(t, checker(30*time.Second).NominationCleared(ctx, wl),
+	testtopo.FailsNaming(t, checker(30*time.Second).NominationCleared(ctx, wl),
 		"NominationCleared failed", `cluster "manager"`, "hand-placed", "AllAtOnce nominated ["+only+"]", "want every Active worker")
 
 	// The same history, judged as the Incremental dispatcher's first round,
 	// skipped worker-1 when it nominated worker-2 alone.
 	last := env.Topo.Workers[1].Name
 	second := handPlaced(t, ctx, "hand-placed-2", last)
-	mustFail(t, checker(30*time.Second).DispatchedIncrementally(ctx, second),
+	testtopo.FailsNaming(t, checker(30*time.Second).DispatchedIncrementally(ctx, second),
 		"DispatchedIncrementally failed", `cluster "manager"`, "hand-placed-2", "round 1", "nominated ["+last+"]", "want the first 2 Active workers")
 	_ = mgr.Client.Delete(ctx, second)
 	for _, o := range []client.Object{wl, lq, cq} {
@@ -421,7 +412,7 @@ func TestLosersCleanedCatchesAKeptLoser(t *testing.T) {
 		t.Fatal(err)
 	}
 	observedAfter(t, ctx, loser.Name, kept.Namespace, kept.Name, observe.Created, before)
-	mustFail(t, checker(5*time.Second).LosersCleaned(ctx, job),
+	testtopo.FailsNaming(t, checker(5*time.Second).LosersCleaned(ctx, job),
 		"LosersCleaned failed", `cluster "`+loser.Name+`"`, wl.Name, "was kept after", `"`+winner+`" was selected`)
 	if err := loser.Client.Get(ctx, client.ObjectKeyFromObject(kept), kept); err == nil {
 		kept.Finalizers = nil
@@ -456,7 +447,7 @@ func TestLosersCleanedCatchesAnEarlyDeletion(t *testing.T) {
 	// allowance (assert.DefaultSkew): a scenario delay, not a wait for state.
 	<-time.After(time.Second)
 	setStopPolicy(t, ctx, winner, kueue.None)
-	mustFail(t, checker(time.Minute).LosersCleaned(ctx, job),
+	testtopo.FailsNaming(t, checker(time.Minute).LosersCleaned(ctx, job),
 		"LosersCleaned failed", `cluster "`+early.Name+`": cycle 1: its copy was deleted at`,
 		`before the winner's copy on "`+winner.Name+`" was Admitted`, "MultiKueueWaitForWorkloadAdmitted=true")
 }
@@ -523,19 +514,8 @@ func TestStatusSyncedCatchesAManagerThatStopsSyncing(t *testing.T) {
 		}
 	}
 	defer restart()
-	err := poll.Until(ctx, time.Minute, "the remote Job to succeed", func(context.Context) error {
-		evs, _ := env.Obs.History(observe.KindJob, job.Namespace, job.Name)
-		for _, e := range evs {
-			if e.Cluster == winner && e.Type == observe.JobSucceeded {
-				return nil
-			}
-		}
-		return errors.New("not yet")
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mustFail(t, checker(3*time.Second).StatusSynced(ctx, job),
+	objectObserved(t, ctx, observe.KindJob, winner, job, observe.JobSucceeded, time.Minute)
+	testtopo.FailsNaming(t, checker(3*time.Second).StatusSynced(ctx, job),
 		"StatusSynced failed", "Job default/unsynced", `cluster "manager"`, "never became Succeeded", `the remote Job on "`+winner+`"`)
 	restart()
 	if err := checker(time.Minute).StatusSynced(ctx, job); err != nil {
@@ -548,7 +528,7 @@ func TestStatusSyncedCatchesAManagerThatStopsSyncing(t *testing.T) {
 	t.Logf("the manager showed the final state %s after the remote Job", lag.Round(time.Millisecond))
 	slo := checker(time.Minute)
 	slo.SyncSLO = lag / 2
-	mustFail(t, slo.StatusSynced(ctx, job), "StatusSynced failed", "Job default/unsynced", "over the Checker's SyncSLO of "+(lag/2).String(), "the status itself synced")
+	testtopo.FailsNaming(t, slo.StatusSynced(ctx, job), "StatusSynced failed", "Job default/unsynced", "over the Checker's SyncSLO of "+(lag/2).String(), "the status itself synced")
 }
 
 // TestStatusSyncedCatchesKueueDroppingTheFinalStatus reproduces a defect of
@@ -585,7 +565,7 @@ func TestStatusSyncedCatchesKueueDroppingTheFinalStatus(t *testing.T) {
 	if err == nil {
 		t.Fatal("the manager's Job got the final status although it was suspended when the remote Job finished: Kueue no longer has this defect, turn this test around")
 	}
-	mustFail(t, err, "StatusSynced failed", `cluster "manager"`, "Job default/held", "never became Succeeded", `the remote Job on "`+winner+`"`)
+	testtopo.FailsNaming(t, err, "StatusSynced failed", `cluster "manager"`, "Job default/held", "never became Succeeded", `the remote Job on "`+winner+`"`)
 
 	// Not a delay: with the hold lifted the status still never arrives.
 	lift()
@@ -659,7 +639,7 @@ func TestPlacementRecordedCatchesAnUnrecordedPlacement(t *testing.T) {
 	if err := c.Finished(ctx, job); err != nil {
 		t.Fatalf("the manager Workload should finish from the remote one: %v", err)
 	}
-	mustFail(t, c.PlacementRecorded(ctx, job), "PlacementRecorded failed", `cluster "manager"`, "without a status.clusterName", `ran on "`+ranOn+`"`)
+	testtopo.FailsNaming(t, c.PlacementRecorded(ctx, job), "PlacementRecorded failed", `cluster "manager"`, "without a status.clusterName", `ran on "`+ranOn+`"`)
 	// The run itself was right: exactly one worker ran it and lost copies went.
 	if err := c.ExactlyOnceAdmitted(ctx, job); err != nil {
 		t.Errorf("ExactlyOnceAdmitted judges the workers, which ran it once: %v", err)
@@ -694,7 +674,7 @@ func TestQuotaRespectedCatchesAForcedAdmission(t *testing.T) {
 		})
 	})
 	observed(t, ctx, w.Name, big.Namespace, big.Name, observe.QuotaReserved)
-	mustFail(t, checker(time.Minute).QuotaRespected(ctx),
+	testtopo.FailsNaming(t, checker(time.Minute).QuotaRespected(ctx),
 		"QuotaRespected failed for ClusterQueue ", ` on "`+w.Name+`"`, `cluster "`+w.Name+`"`, "cpu at", "over its quota of 4", "default/forced")
 }
 
@@ -721,7 +701,7 @@ func TestQuotaRespectedCatchesADispatchWithoutQuota(t *testing.T) {
 	}
 	t.Cleanup(func() { removeFrom(t, ctx, w, early) }) // before the manager's queue is released
 	observed(t, ctx, w.Name, early.Namespace, early.Name, observe.Created)
-	mustFail(t, c.QuotaRespected(ctx),
+	testtopo.FailsNaming(t, c.QuotaRespected(ctx),
 		`QuotaRespected failed for the dispatches to "`+w.Name+`" without quota on the manager`, `cluster "`+w.Name+`": Workload default/`+name+" was dispatched at",
 		"while it held no quota on the manager", "by the audit logs: the worker's API server received the create and no reservation was made after it)")
 }
@@ -732,7 +712,7 @@ func TestFinishedTimesOutWithTheStory(t *testing.T) {
 	submit(t, ctx, job)
 	// Nothing holds it back (it runs for an hour): the failure must not
 	// invent a cause.
-	mustFail(t, checker(5*time.Second).Finished(ctx, job), "Finished failed", "slow", "is not Finished", "timeline",
+	testtopo.FailsNaming(t, checker(5*time.Second).Finished(ctx, job), "Finished failed", "slow", "is not Finished", "timeline",
 		"what holds it: nothing in the recorded history or the audit logs says")
 	if err := env.Topo.Manager.Client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
 		t.Fatal(err)
@@ -809,7 +789,7 @@ func TestNoOrphansNamesStrayRemoteCopies(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	mustFail(t, checker(time.Minute).NoOrphans(ctx),
+	testtopo.FailsNaming(t, checker(time.Minute).NoOrphans(ctx),
 		"NoOrphans failed", `cluster "`+w.Name+`": Workload default/stray-wl (age`, `cluster "`+w.Name+`": Job default/stray-job (age`,
 		`cluster "`+w.Name+`": JobSet default/stray-jobset (age`,
 		"no Workload of that name on the manager", "no Job of that name on the manager", "no JobSet of that name on the manager",
@@ -858,11 +838,11 @@ func TestSetupActiveReportsABrokenConnection(t *testing.T) {
 	if err := c.ClusterInactive(ctx, name, reason); err != nil {
 		t.Errorf("ClusterInactive: %v", err)
 	}
-	mustFail(t, c.ClusterActive(ctx, name), "ClusterActive failed", "MultiKueueCluster "+name, `cluster "manager"`, "Inactive", reason)
+	testtopo.FailsNaming(t, c.ClusterActive(ctx, name), "ClusterActive failed", "MultiKueueCluster "+name, `cluster "manager"`, "Inactive", reason)
 	artifacts := t.TempDir()
 	c.Artifacts = artifacts
 	err := c.SetupActive(ctx)
-	mustFail(t, err, "SetupActive failed", `cluster "manager" MultiKueueCluster `+name, "Active=False", "reason="+reason, "artifacts: "+artifacts)
+	testtopo.FailsNaming(t, err, "SetupActive failed", `cluster "manager" MultiKueueCluster `+name, "Active=False", "reason="+reason, "artifacts: "+artifacts)
 	checkArtifacts(t, artifacts, credKind)
 }
 
@@ -967,19 +947,8 @@ func TestStatusSyncedCatchesAManagerJobThatNeverStarts(t *testing.T) {
 	}
 	defer func() { _ = mgr.Client.Delete(ctx, js, client.PropagationPolicy(metav1.DeletePropagationBackground)) }()
 	_, winner := placedOn(t, ctx, js)
-	err := poll.Until(ctx, time.Minute, "the remote JobSet to succeed", func(context.Context) error {
-		evs, _ := env.Obs.History(observe.KindJobSet, js.Namespace, js.Name)
-		for _, e := range evs {
-			if e.Cluster == winner && e.Type == observe.JobSucceeded {
-				return nil
-			}
-		}
-		return errors.New("not yet")
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mustFail(t, checker(20*time.Second).StatusSynced(ctx, js),
+	objectObserved(t, ctx, observe.KindJobSet, winner, js, observe.JobSucceeded, time.Minute)
+	testtopo.FailsNaming(t, checker(20*time.Second).StatusSynced(ctx, js),
 		"StatusSynced failed", "JobSet default/nostart", `cluster "manager"`, "never showed a start though the remote JobSet on \""+winner+"\" started", "never unsuspended on the manager")
 }
 

@@ -11,7 +11,7 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/multikueue-testkit/testkit/assert"
-	"github.com/multikueue-testkit/testkit/scenario"
+	"github.com/multikueue-testkit/testkit/internal/testtopo"
 	"github.com/multikueue-testkit/testkit/topology"
 	"github.com/multikueue-testkit/testkit/topology/local"
 	"github.com/multikueue-testkit/testkit/workload"
@@ -29,17 +29,8 @@ func TestPendingVisible(t *testing.T) {
 	ctx := context.Background()
 	quota := topology.Quota{CPU: "1", Memory: "1Gi"}
 	start := time.Now()
-	topo, err := local.New(ctx, topology.Options{Workers: 1, ManagerQuota: &quota}, local.Options{HA: local.HA{Manager: true}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	topo.CloseWith(t)
-	t.Logf("HA topology ready in %s", time.Since(start).Round(time.Millisecond))
-	e, err := scenario.Observe(ctx, topo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+	topo, e := testtopo.StartObserved(ctx, t, topology.Options{Workers: 1, ManagerQuota: &quota}, local.Options{HA: local.HA{Manager: true}})
+	t.Logf("HA topology ready and observed in %s", time.Since(start).Round(time.Millisecond))
 	p := topo.Provider().(*local.Provider)
 	mgr := topo.Manager
 	ns, lq := topo.Spec.Queues.Namespaces[0], topo.Spec.Queues.LocalQueue
@@ -75,7 +66,7 @@ func TestPendingVisible(t *testing.T) {
 
 	t.Run("another order fails, naming each replica", func(t *testing.T) {
 		err := short.PendingVisible(ctx, cq, low, mid, high)
-		mustFail(t, err, `replica kueue-0`, `replica kueue-1`, "lists [default/job-pv-high-")
+		testtopo.FailsNaming(t, err, `replica kueue-0`, `replica kueue-1`, "lists [default/job-pv-high-")
 	})
 
 	t.Run("a replica serving stale answers fails it by name", func(t *testing.T) {
@@ -84,7 +75,7 @@ func TestPendingVisible(t *testing.T) {
 		}
 		newest = job("pv-newest", "pv-low")
 		err := short.PendingVisible(ctx, cq, high, mid, low, newest)
-		mustFail(t, err, `cluster "manager": replica kueue-1`)
+		testtopo.FailsNaming(t, err, `cluster "manager": replica kueue-1`)
 		if strings.Contains(err.Error(), "replica kueue-0") {
 			t.Errorf("the up-to-date replica kueue-0 is blamed too:\n%v", err)
 		}
@@ -107,7 +98,7 @@ func TestPendingVisible(t *testing.T) {
 			t.Skip("needs the previous subtest's workload")
 		}
 		err := short.PendingVisible(ctx, cq, high, mid, low, newest)
-		mustFail(t, err, `cluster "manager": replica kueue-1`, "the visibility request failed")
+		testtopo.FailsNaming(t, err, `cluster "manager": replica kueue-1`, "the visibility request failed")
 		if strings.Contains(err.Error(), "replica kueue-0") {
 			t.Errorf("the serving replica kueue-0 is blamed too:\n%v", err)
 		}

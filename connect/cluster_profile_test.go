@@ -21,7 +21,6 @@ import (
 	"github.com/multikueue-testkit/testkit/connect"
 	"github.com/multikueue-testkit/testkit/internal/testlog"
 	"github.com/multikueue-testkit/testkit/internal/testtopo"
-	"github.com/multikueue-testkit/testkit/scenario"
 	"github.com/multikueue-testkit/testkit/topology"
 	"github.com/multikueue-testkit/testkit/topology/local"
 	"github.com/multikueue-testkit/testkit/workload"
@@ -73,17 +72,8 @@ func TestClusterProfileWithoutKueueNeeds(t *testing.T) {
 func TestClusterProfileDispatch(t *testing.T) {
 	ctx := context.Background()
 	start := time.Now()
-	topo, err := local.New(ctx, topology.Options{Workers: 2, Connector: connect.ClusterProfile{}, Progress: testlog.Writer(t)}, local.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	topo.CloseWith(t)
-	t.Logf("1 manager + 2 workers Active through ClusterProfiles after %s", time.Since(start).Round(time.Millisecond))
-	env, err := scenario.Observe(ctx, topo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer env.Close()
+	topo, env := testtopo.StartObserved(ctx, t, topology.Options{Workers: 2, Connector: connect.ClusterProfile{}, Progress: testlog.Writer(t)}, local.Options{})
+	t.Logf("1 manager + 2 workers Active through ClusterProfiles and observed after %s", time.Since(start).Round(time.Millisecond))
 	a := assert.For(t, env.Check)
 	if !a.SetupActive(ctx) {
 		t.FailNow()
@@ -130,12 +120,7 @@ func TestClusterProfileDispatch(t *testing.T) {
 	if err := mgr.Client.Create(ctx, job); err != nil {
 		t.Fatal(err)
 	}
-	a.ExactlyOnceAdmitted(ctx, job)
-	a.NominationCleared(ctx, job)
-	a.LosersCleaned(ctx, job)
-	a.StatusSynced(ctx, job)
-	a.Finished(ctx, job)
-	a.NoOrphans(ctx)
+	testtopo.DispatchedOnce(ctx, t, a, job)
 
 	// Files of the topology: logs, the plugin's kubeconfig (mode 0600).
 	dir := topo.Provider().(*local.Provider).Dir()
@@ -144,7 +129,7 @@ func TestClusterProfileDispatch(t *testing.T) {
 		t.Errorf("the plugin's kubeconfig %s: %v, %v; want mode 0600", plugin, fi, err)
 	}
 	checked := 0
-	err = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			if d != nil && d.IsDir() && (d.Name() == "etcd" || strings.HasSuffix(d.Name(), "-data")) {
 				return filepath.SkipDir // etcd stores the Secret, as any cluster does

@@ -27,14 +27,7 @@ func AllAtOnce(ctx context.Context, env *Env, o DispatchOptions) (DispatchResult
 	if err := r.needDispatcher(topology.DispatcherAllAtOnce); err != nil {
 		return DispatchResult{}, err
 	}
-	if err := o.defaults(r.name, "DispatchOptions", r.env.Topo.JobSize()); err != nil {
-		return DispatchResult{}, err
-	}
-	kinds, err := checkKinds(env, "DispatchOptions.Kinds", o.Kinds)
-	if err != nil {
-		return DispatchResult{}, err
-	}
-	objs, err := r.build(o.templates(r.namespace(o.Namespace), kinds))
+	objs, err := r.dispatchObjects(&o, "DispatchOptions")
 	if err != nil {
 		return DispatchResult{}, err
 	}
@@ -49,8 +42,7 @@ func AllAtOnce(ctx context.Context, env *Env, o DispatchOptions) (DispatchResult
 // AllAtOnce runs AllAtOnce and reports its error.
 func (r *Runner) AllAtOnce(ctx context.Context, o DispatchOptions) (DispatchResult, bool) {
 	r.rep.Helper()
-	res, err := AllAtOnce(ctx, r.env, o)
-	return res, r.report(err)
+	return reported(r, ctx, AllAtOnce, o)
 }
 
 // needDispatcher checks the manager's dispatcher.

@@ -14,6 +14,7 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/multikueue-testkit/testkit/internal/poll"
+	"github.com/multikueue-testkit/testkit/internal/testtopo"
 	"github.com/multikueue-testkit/testkit/observe"
 	"github.com/multikueue-testkit/testkit/scenario"
 	"github.com/multikueue-testkit/testkit/topology"
@@ -85,16 +86,7 @@ func BenchmarkJobToFinished(b *testing.B) {
 		}
 		run = d
 	}
-	topo, err := local.New(ctx, topology.Options{Workers: 3}, local.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer topo.Close(ctx)
-	env, err := scenario.Observe(ctx, topo)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer env.Close()
+	topo, env := testtopo.StartObserved(ctx, b, topology.Options{Workers: 3}, local.Options{})
 	var total time.Duration
 	stepSums := map[string]time.Duration{}
 	var stepNames []string

@@ -11,6 +11,7 @@ import (
 
 	"github.com/multikueue-testkit/testkit/connect"
 	"github.com/multikueue-testkit/testkit/internal/testlog"
+	"github.com/multikueue-testkit/testkit/internal/testtopo"
 	"github.com/multikueue-testkit/testkit/observe"
 	"github.com/multikueue-testkit/testkit/scenario"
 	"github.com/multikueue-testkit/testkit/topology"
@@ -37,17 +38,8 @@ func TestDispatchWithEachConnector(t *testing.T) {
 		t.Run(c.Name(), func(t *testing.T) {
 			ctx := context.Background()
 			start := time.Now()
-			topo, err := local.New(ctx, topology.Options{Workers: 2, Connector: c, Progress: testlog.Writer(t)}, local.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			topo.CloseWith(t)
-			t.Logf("Active after %s", time.Since(start).Round(time.Millisecond))
-			env, err := scenario.Observe(ctx, topo)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer env.Close()
+			topo, env := testtopo.StartObserved(ctx, t, topology.Options{Workers: 2, Connector: c, Progress: testlog.Writer(t)}, local.Options{})
+			t.Logf("Active and observed after %s", time.Since(start).Round(time.Millisecond))
 			if err := env.Check.SetupActive(ctx); err != nil {
 				t.Fatal(err)
 			}

@@ -72,6 +72,5 @@ func Disconnect(ctx context.Context, env *Env, o DisconnectOptions) (OutageResul
 // Disconnect runs Disconnect and reports its error.
 func (r *Runner) Disconnect(ctx context.Context, o DisconnectOptions) (OutageResult, bool) {
 	r.rep.Helper()
-	res, err := Disconnect(ctx, r.env, o)
-	return res, r.report(err)
+	return reported(r, ctx, Disconnect, o)
 }

@@ -172,18 +172,39 @@ func Dispatch(ctx context.Context, env *Env, o DispatchOptions) (DispatchResult,
 	if err != nil {
 		return DispatchResult{}, err
 	}
-	if err := o.defaults(r.name, "DispatchOptions", r.env.Topo.JobSize()); err != nil {
-		return DispatchResult{}, err
-	}
-	kinds, err := checkKinds(env, "DispatchOptions.Kinds", o.Kinds)
-	if err != nil {
-		return DispatchResult{}, err
-	}
-	objs, err := r.build(o.templates(r.namespace(o.Namespace), kinds))
+	objs, err := r.dispatchObjects(&o, "DispatchOptions")
 	if err != nil {
 		return DispatchResult{}, err
 	}
 	return r.dispatch(ctx, objs, o)
+}
+
+// dispatchKinds applies d's defaults and returns the kinds it names (every
+// enabled kind when none); path names d in errors ("DispatchOptions",
+// "StressOptions.Dispatch").
+func (r *run) dispatchKinds(d *DispatchOptions, path string) ([]observe.Kind, error) {
+	if err := d.defaults(r.name, path, r.env.Topo.JobSize()); err != nil {
+		return nil, err
+	}
+	return checkKinds(r.env, path+".Kinds", d.Kinds)
+}
+
+// dispatchObjects is dispatchKinds, then d's jobs of those kinds built.
+func (r *run) dispatchObjects(d *DispatchOptions, path string) ([]client.Object, error) {
+	kinds, err := r.dispatchKinds(d, path)
+	if err != nil {
+		return nil, err
+	}
+	return r.build(d.templates(r.namespace(d.Namespace), kinds))
+}
+
+// batchJobs applies d's defaults and builds its batch/Jobs, for the
+// scenarios that submit no other kind; path names d in errors.
+func (r *run) batchJobs(d *DispatchOptions, path string) ([]client.Object, error) {
+	if err := d.defaults(r.name, path, r.env.Topo.JobSize()); err != nil {
+		return nil, err
+	}
+	return r.build(d.templates(r.namespace(d.Namespace), []observe.Kind{observe.KindJob}))
 }
 
 // dispatch submits objs and judges them as Dispatch does.
@@ -234,6 +255,5 @@ func (r *run) outcomeCheck() check {
 // Dispatch runs Dispatch and reports its error.
 func (r *Runner) Dispatch(ctx context.Context, o DispatchOptions) (DispatchResult, bool) {
 	r.rep.Helper()
-	res, err := Dispatch(ctx, r.env, o)
-	return res, r.report(err)
+	return reported(r, ctx, Dispatch, o)
 }

@@ -91,14 +91,7 @@ func External(ctx context.Context, env *Env, o ExternalOptions) (ExternalResult,
 		return ExternalResult{}, r.errorf("the manager's MultiKueue dispatcher is %q, which Kueue implements; set topology.Options.Kueue.Dispatcher to another name for an external one", d)
 	}
 	d := o.Dispatch
-	if err := d.defaults(r.name, "ExternalOptions.Dispatch", r.env.Topo.JobSize()); err != nil {
-		return ExternalResult{}, err
-	}
-	kinds, err := checkKinds(env, "ExternalOptions.Dispatch.Kinds", d.Kinds)
-	if err != nil {
-		return ExternalResult{}, err
-	}
-	objs, err := r.build(d.templates(r.namespace(d.Namespace), kinds))
+	objs, err := r.dispatchObjects(&d, "ExternalOptions.Dispatch")
 	if err != nil {
 		return ExternalResult{}, err
 	}
@@ -146,8 +139,7 @@ func External(ctx context.Context, env *Env, o ExternalOptions) (ExternalResult,
 // External runs External and reports its error.
 func (r *Runner) External(ctx context.Context, o ExternalOptions) (ExternalResult, bool) {
 	r.rep.Helper()
-	res, err := External(ctx, r.env, o)
-	return res, r.report(err)
+	return reported(r, ctx, External, o)
 }
 
 // nominator is a minimal external MultiKueue dispatcher.

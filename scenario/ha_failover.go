@@ -445,6 +445,5 @@ func (p *failoverProbes) addTo(r *FailoverResult) {
 // Failover runs Failover and reports its error.
 func (r *Runner) Failover(ctx context.Context, o FailoverOptions) (FailoverResult, bool) {
 	r.rep.Helper()
-	res, err := Failover(ctx, r.env, o)
-	return res, r.report(err)
+	return reported(r, ctx, Failover, o)
 }

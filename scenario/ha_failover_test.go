@@ -28,17 +28,8 @@ func TestFailover(t *testing.T) {
 	ctx := context.Background()
 	ha := local.HA{Manager: true, Workers: true}
 	start := time.Now()
-	topo, err := local.New(ctx, topology.Options{Workers: 2}, local.Options{HA: ha})
-	if err != nil {
-		t.Fatal(err)
-	}
-	topo.CloseWith(t)
-	t.Logf("HA topology (1 manager + 2 workers, 2 Kueue replicas each) ready in %s", time.Since(start).Round(time.Millisecond))
-	env, err := scenario.Observe(ctx, topo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer env.Close()
+	topo, env := testtopo.StartObserved(ctx, t, topology.Options{Workers: 2}, local.Options{HA: ha})
+	t.Logf("HA topology (1 manager + 2 workers, 2 Kueue replicas each) ready and observed in %s", time.Since(start).Round(time.Millisecond))
 	p := topo.Provider().(*local.Provider)
 	bound := takeoverBound(local.DefaultHALeaseDuration, local.DefaultHARetryPeriod)
 

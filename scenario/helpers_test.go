@@ -75,22 +75,6 @@ func redonePlacements(errs []error, objs []client.Object) []string {
 	return out
 }
 
-// failsNaming checks that err is an assertion failure whose message has
-// every one of wants, and logs it.
-func failsNaming(t *testing.T, err error, wants ...string) {
-	t.Helper()
-	var f *assert.Failure
-	if !errors.As(err, &f) {
-		t.Fatalf("want an assertion failure, got %v", err)
-	}
-	for _, want := range wants {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("failure message lacks %q:\n%v", want, err)
-		}
-	}
-	t.Logf("the failure reads:\n%v", err)
-}
-
 // ensureTrainingRuntime creates the ClusterTrainingRuntime built TrainJobs
 // refer to (workload.DefaultTrainingRuntime) on every cluster of env where
 // it is missing, for a test that creates TrainJobs itself (Dispatch does it
@@ -105,6 +89,29 @@ func ensureTrainingRuntime(t *testing.T, env *scenario.Env) {
 		}
 		if err := scenario.RuntimeKnown(ctx, c, workload.DefaultTrainingRuntime, time.Minute); err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// namedCheck is a per-workload assertion and its name.
+type namedCheck struct {
+	name  string
+	check func(context.Context, client.Object) error
+}
+
+// placementChecks are c's assertions of a workload's placement:
+// ExactlyOnceAdmitted, NominationCleared and LosersCleaned.
+func placementChecks(c *assert.Checker) []namedCheck {
+	return []namedCheck{{"ExactlyOnceAdmitted", c.ExactlyOnceAdmitted}, {"NominationCleared", c.NominationCleared}, {"LosersCleaned", c.LosersCleaned}}
+}
+
+// checkEach runs every check on obj, in order, and fails t with each that
+// fails, its error led by prefix and the check's name.
+func checkEach(t *testing.T, ctx context.Context, prefix string, obj client.Object, checks ...namedCheck) {
+	t.Helper()
+	for _, a := range checks {
+		if err := a.check(ctx, obj); err != nil {
+			t.Errorf("%s%s: %v", prefix, a.name, err)
 		}
 	}
 }

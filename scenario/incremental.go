@@ -75,10 +75,7 @@ func Incremental(ctx context.Context, env *Env, o IncrementalOptions) (Increment
 		return IncrementalResult{}, err
 	}
 	d := o.Dispatch
-	if err := d.defaults(r.name, "IncrementalOptions.Dispatch", r.env.Topo.JobSize()); err != nil {
-		return IncrementalResult{}, err
-	}
-	kinds, err := checkKinds(env, "IncrementalOptions.Dispatch.Kinds", d.Kinds)
+	kinds, err := r.dispatchKinds(&d, "IncrementalOptions.Dispatch")
 	if err != nil {
 		return IncrementalResult{}, err
 	}
@@ -106,8 +103,7 @@ func Incremental(ctx context.Context, env *Env, o IncrementalOptions) (Increment
 // Incremental runs Incremental and reports its error.
 func (r *Runner) Incremental(ctx context.Context, o IncrementalOptions) (IncrementalResult, bool) {
 	r.rep.Helper()
-	res, err := Incremental(ctx, r.env, o)
-	return res, r.report(err)
+	return reported(r, ctx, Incremental, o)
 }
 
 // workerQuotas returns each worker's ClusterQueue limit, read from the

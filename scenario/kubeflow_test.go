@@ -15,6 +15,7 @@ import (
 
 	"github.com/multikueue-testkit/testkit/assert"
 	"github.com/multikueue-testkit/testkit/internal/poll"
+	"github.com/multikueue-testkit/testkit/internal/testtopo"
 	"github.com/multikueue-testkit/testkit/observe"
 	"github.com/multikueue-testkit/testkit/scenario"
 	"github.com/multikueue-testkit/testkit/workload"
@@ -48,23 +49,9 @@ func kubeflowKinds() []observe.Kind {
 func TestKubeflowKindsSucceedAndFail(t *testing.T) {
 	env := kubeflow.get(t)
 	for _, k := range kubeflowKinds() {
-		for _, fails := range []bool{false, true} {
-			name := fmt.Sprintf("%s/succeeds", k)
-			if fails {
-				name = fmt.Sprintf("%s/fails", k)
-			}
-			t.Run(name, func(t *testing.T) {
-				prefix := "kf-" + strings.ToLower(string(k))
-				if fails {
-					prefix += "-failing"
-				}
-				start := time.Now()
-				res, ok := scenario.For(t, env).Dispatch(context.Background(), scenario.DispatchOptions{
-					Kinds: []observe.Kind{k}, NamePrefix: prefix, CPU: "250m", Memory: "128Mi", Fails: fails,
-				})
-				t.Logf("%s in %s (ok=%t); placed on %v", k, time.Since(start).Round(time.Millisecond), ok, res.PerWorker())
-			})
-		}
+		t.Run(string(k), func(t *testing.T) {
+			dispatchSucceedsAndFails(t, env, k, "kf-"+strings.ToLower(string(k)))
+		})
 	}
 }
 
@@ -264,7 +251,7 @@ func secondAdmissionFails(t *testing.T, env *scenario.Env, job client.Object) {
 		t.Fatal(err)
 	}
 	err = chk.ExactlyOnceAdmitted(ctx, job)
-	failsNaming(t, err, "ExactlyOnceAdmitted failed", string(kind)+" default/"+job.GetName(), `cluster "`+loser.Name+`"`, wl.Name, "after the manager had selected", `cluster "`+winner+`"`)
+	testtopo.FailsNaming(t, err, "ExactlyOnceAdmitted failed", string(kind)+" default/"+job.GetName(), `cluster "`+loser.Name+`"`, wl.Name, "after the manager had selected", `cluster "`+winner+`"`)
 }
 
 // TestStrayKubeflowCopiesFailNoOrphans leaves, on a worker, a TFJob, a
@@ -297,7 +284,7 @@ func TestStrayKubeflowCopiesFailNoOrphans(t *testing.T) {
 		}
 	})
 	err := assert.New(env.Topo, env.Obs).NoOrphans(ctx)
-	failsNaming(t, err, "NoOrphans failed", `cluster "`+w.Name+`": TFJob default/kf-stray-tf (age`, `cluster "`+w.Name+`": PyTorchJob default/kf-stray-pt (age`,
+	testtopo.FailsNaming(t, err, "NoOrphans failed", `cluster "`+w.Name+`": TFJob default/kf-stray-tf (age`, `cluster "`+w.Name+`": PyTorchJob default/kf-stray-pt (age`,
 		`cluster "`+w.Name+`": MPIJob default/kf-stray-mpi (age`, `cluster "`+w.Name+`": TrainJob default/kf-stray-tj (age`,
 		"no TFJob of that name on the manager", "no PyTorchJob of that name on the manager", "no MPIJob of that name on the manager",
 		"no TrainJob of that name on the manager")

@@ -85,14 +85,7 @@ func LoserCleanup(ctx context.Context, env *Env, o LoserCleanupOptions) (LoserCl
 	if d.NamePrefix == "" {
 		d.NamePrefix = "losers"
 	}
-	if err := d.defaults(r.name, "LoserCleanupOptions.Dispatch", r.env.Topo.JobSize()); err != nil {
-		return res, err
-	}
-	kinds, err := checkKinds(env, "LoserCleanupOptions.Dispatch.Kinds", d.Kinds)
-	if err != nil {
-		return res, err
-	}
-	objs, err := r.build(d.templates(r.namespace(d.Namespace), kinds))
+	objs, err := r.dispatchObjects(&d, "LoserCleanupOptions.Dispatch")
 	if err != nil {
 		return res, err
 	}
@@ -131,8 +124,7 @@ func LoserCleanup(ctx context.Context, env *Env, o LoserCleanupOptions) (LoserCl
 // LoserCleanup runs LoserCleanup and reports its error.
 func (r *Runner) LoserCleanup(ctx context.Context, o LoserCleanupOptions) (LoserCleanupResult, bool) {
 	r.rep.Helper()
-	res, err := LoserCleanup(ctx, r.env, o)
-	return res, r.report(err)
+	return reported(r, ctx, LoserCleanup, o)
 }
 
 // countLosers adds o's losing copies of its first cycle to res.

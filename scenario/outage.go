@@ -235,8 +235,7 @@ func (r *run) lose(ctx context.Context, o OutageOptions, opts string, ready func
 // Lifecycle when the TB can skip).
 func (r *Runner) WorkerOutage(ctx context.Context, o OutageOptions) (OutageResult, bool) {
 	r.rep.Helper()
-	res, err := WorkerOutage(ctx, r.env, o)
-	return res, r.report(err)
+	return reported(r, ctx, WorkerOutage, o)
 }
 
 // loadOne submits the batch/Jobs of d (its defaults applied; path names it
@@ -244,10 +243,7 @@ func (r *Runner) WorkerOutage(ctx context.Context, o OutageOptions) (OutageResul
 // pickVictim: the load of the scenarios that do something to one worker
 // while its Jobs run (WorkerOutage, Disconnect, RotateCredentials).
 func (r *run) loadOne(ctx context.Context, d *DispatchOptions, path, want string) ([]client.Object, *topology.Cluster, []client.Object, error) {
-	if err := d.defaults(r.name, path, r.env.Topo.JobSize()); err != nil {
-		return nil, nil, nil, err
-	}
-	objs, err := r.build(d.templates(r.namespace(d.Namespace), []observe.Kind{observe.KindJob}))
+	objs, err := r.batchJobs(d, path)
 	if err != nil {
 		return nil, nil, nil, err
 	}

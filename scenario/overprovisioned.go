@@ -122,8 +122,7 @@ func WorkerOverProvisioned(ctx context.Context, env *Env, o WorkerOverProvisione
 // WorkerOverProvisioned runs WorkerOverProvisioned and reports its error.
 func (r *Runner) WorkerOverProvisioned(ctx context.Context, o WorkerOverProvisionedOptions) (WorkerOverProvisionedResult, bool) {
 	r.rep.Helper()
-	res, err := WorkerOverProvisioned(ctx, r.env, o)
-	return res, r.report(err)
+	return reported(r, ctx, WorkerOverProvisioned, o)
 }
 
 // heldPending waits until, on every worker, as many of the Jobs' pods run

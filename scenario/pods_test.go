@@ -16,6 +16,7 @@ import (
 	"github.com/multikueue-testkit/testkit/assert"
 	"github.com/multikueue-testkit/testkit/internal/kobj"
 	"github.com/multikueue-testkit/testkit/internal/poll"
+	"github.com/multikueue-testkit/testkit/internal/testtopo"
 	"github.com/multikueue-testkit/testkit/observe"
 	"github.com/multikueue-testkit/testkit/scenario"
 	"github.com/multikueue-testkit/testkit/workload"
@@ -157,15 +158,8 @@ func judgePodGroup(t *testing.T, env *scenario.Env, since time.Time, pods []*cor
 	ranOn := map[string]bool{}
 	for _, p := range pods {
 		ref := fmt.Sprintf("Pod %s/%s", p.Namespace, p.Name)
-		for _, a := range []struct {
-			name  string
-			check func(context.Context, client.Object) error
-		}{{"Finished", c.Finished}, {"ExactlyOnceAdmitted", c.ExactlyOnceAdmitted}, {"NominationCleared", c.NominationCleared},
-			{"LosersCleaned", c.LosersCleaned}, {"StatusSynced", c.StatusSynced}} {
-			if err := a.check(ctx, p); err != nil {
-				t.Errorf("%s: %s: %v", ref, a.name, err)
-			}
-		}
+		checks := append([]namedCheck{{"Finished", c.Finished}}, placementChecks(&c)...)
+		checkEach(t, ctx, ref+": ", p, append(checks, namedCheck{"StatusSynced", c.StatusSynced})...)
 		evs, _ := env.Obs.History(observe.KindPod, p.Namespace, p.Name)
 		for _, e := range evs {
 			if (e.Type == observe.JobSucceeded || e.Type == observe.JobFailed) && e.Cluster != env.Topo.Manager.Name {
@@ -202,7 +196,7 @@ func TestStrayPodCopyFailsNoOrphans(t *testing.T) {
 		t.Cleanup(func() { _ = w.Client.Delete(ctx, p) })
 	}
 	err := assert.New(env.Topo, env.Obs).NoOrphans(ctx)
-	failsNaming(t, err, "NoOrphans failed", `cluster "`+w.Name+`": Pod default/stray-pod (age`, "no Pod of that name on the manager")
+	testtopo.FailsNaming(t, err, "NoOrphans failed", `cluster "`+w.Name+`": Pod default/stray-pod (age`, "no Pod of that name on the manager")
 	if err != nil && strings.Contains(err.Error(), "workers-own-pod") {
 		t.Errorf("NoOrphans took the worker's own pod for an orphan:\n%v", err)
 	}
@@ -242,7 +236,7 @@ func TestStrayPodGroupCopyFailsNoOrphans(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = w.Client.Delete(ctx, stray) })
 	err := assert.New(env.Topo, env.Obs).NoOrphans(ctx)
-	failsNaming(t, err, "NoOrphans failed", `cluster "`+w.Name+`": Pod default/`+stray.Name+` (age`, "no Pod of that name on the manager")
+	testtopo.FailsNaming(t, err, "NoOrphans failed", `cluster "`+w.Name+`": Pod default/`+stray.Name+` (age`, "no Pod of that name on the manager")
 }
 
 // TestDeploymentPodsRunThroughMultiKueue submits a Deployment of two
@@ -287,14 +281,7 @@ func TestDeploymentPodsRunThroughMultiKueue(t *testing.T) {
 	for i := range pods {
 		p := &pods[i]
 		ref := fmt.Sprintf("Pod %s/%s", p.Namespace, p.Name)
-		for _, a := range []struct {
-			name  string
-			check func(context.Context, client.Object) error
-		}{{"ExactlyOnceAdmitted", c.ExactlyOnceAdmitted}, {"NominationCleared", c.NominationCleared}, {"LosersCleaned", c.LosersCleaned}} {
-			if err := a.check(ctx, p); err != nil {
-				t.Errorf("%s: %s: %v", ref, a.name, err)
-			}
-		}
+		checkEach(t, ctx, ref+": ", p, placementChecks(&c)...)
 		err := poll.Until(ctx, 2*time.Minute, fmt.Sprintf("%s's copy to run and the manager's pod to show it", ref), func(context.Context) error {
 			evs, _ := env.Obs.History(observe.KindPod, p.Namespace, p.Name)
 			var copyOn string

@@ -107,10 +107,7 @@ func Quota(ctx context.Context, env *Env, o QuotaOptions) (QuotaResult, error) {
 	if d.Jobs <= min(res.ManagerSlots, res.WorkerSlots) {
 		return res, r.errorf("QuotaOptions.Dispatch.Jobs: %d Jobs do not exhaust the quota (the manager fits %d, the workers %d)", d.Jobs, res.ManagerSlots, res.WorkerSlots)
 	}
-	if err := d.defaults(r.name, "QuotaOptions.Dispatch", r.env.Topo.JobSize()); err != nil {
-		return res, err
-	}
-	objs, err := r.build(d.templates(r.namespace(d.Namespace), []observe.Kind{observe.KindJob}))
+	objs, err := r.batchJobs(&d, "QuotaOptions.Dispatch")
 	if err != nil {
 		return res, err
 	}
@@ -132,8 +129,7 @@ func Quota(ctx context.Context, env *Env, o QuotaOptions) (QuotaResult, error) {
 // Quota runs Quota and reports its error.
 func (r *Runner) Quota(ctx context.Context, o QuotaOptions) (QuotaResult, bool) {
 	r.rep.Helper()
-	res, err := Quota(ctx, r.env, o)
-	return res, r.report(err)
+	return reported(r, ctx, Quota, o)
 }
 
 // capacity returns how many jobs requesting cpu and memory fit the manager's

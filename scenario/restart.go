@@ -84,10 +84,7 @@ func ManagerRestart(ctx context.Context, env *Env, o RestartOptions) (RestartRes
 		}
 		d.Jobs = 2 * max(m, w, 1)
 	}
-	if err := d.defaults(r.name, "RestartOptions.Dispatch", r.env.Topo.JobSize()); err != nil {
-		return res, err
-	}
-	objs, err := r.build(d.templates(r.namespace(d.Namespace), []observe.Kind{observe.KindJob}))
+	objs, err := r.batchJobs(&d, "RestartOptions.Dispatch")
 	if err != nil {
 		return res, err
 	}
@@ -179,8 +176,7 @@ func ManagerRestart(ctx context.Context, env *Env, o RestartOptions) (RestartRes
 // Lifecycle when the TB can skip).
 func (r *Runner) ManagerRestart(ctx context.Context, o RestartOptions) (RestartResult, bool) {
 	r.rep.Helper()
-	res, err := ManagerRestart(ctx, r.env, o)
-	return res, r.report(err)
+	return reported(r, ctx, ManagerRestart, o)
 }
 
 type notResumed struct {

@@ -166,6 +166,5 @@ func (r *run) credentials(ctx context.Context, res *RotateResult, rot *connect.R
 // RotateCredentials runs RotateCredentials and reports its error.
 func (r *Runner) RotateCredentials(ctx context.Context, o RotateOptions) (RotateResult, bool) {
 	r.rep.Helper()
-	res, err := RotateCredentials(ctx, r.env, o)
-	return res, r.report(err)
+	return reported(r, ctx, RotateCredentials, o)
 }

@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"context"
 	"errors"
 
 	"github.com/multikueue-testkit/testkit/assert"
@@ -35,6 +36,14 @@ func (r *Runner) Env() *Env { return r.env }
 
 type skipper interface {
 	Skipf(format string, args ...any)
+}
+
+// reported runs scenario f with the options o on the Runner's Env and
+// reports its error.
+func reported[O, R any](r *Runner, ctx context.Context, f func(context.Context, *Env, O) (R, error), o O) (R, bool) {
+	r.rep.Helper()
+	res, err := f(ctx, r.env, o)
+	return res, r.report(err)
 }
 
 func (r *Runner) report(err error) bool {

@@ -133,8 +133,7 @@ func ScaleFromZero(ctx context.Context, env *Env, o ScaleFromZeroOptions) (Scale
 // ScaleFromZero runs ScaleFromZero and reports its error.
 func (r *Runner) ScaleFromZero(ctx context.Context, o ScaleFromZeroOptions) (ScaleFromZeroResult, bool) {
 	r.rep.Helper()
-	res, err := ScaleFromZero(ctx, r.env, o)
-	return res, r.report(err)
+	return reported(r, ctx, ScaleFromZero, o)
 }
 
 // nodeWatch keeps, on one worker, the Node count at the start and its

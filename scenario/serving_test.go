@@ -16,6 +16,7 @@ import (
 
 	"github.com/multikueue-testkit/testkit/assert"
 	"github.com/multikueue-testkit/testkit/internal/poll"
+	"github.com/multikueue-testkit/testkit/internal/testtopo"
 	"github.com/multikueue-testkit/testkit/observe"
 	"github.com/multikueue-testkit/testkit/scenario"
 	"github.com/multikueue-testkit/testkit/topology"
@@ -121,37 +122,15 @@ func judgeRayServing(t *testing.T, env *scenario.Env, obj client.Object) {
 	ctx := context.Background()
 	ref := servingRef(obj)
 	c := submitJudged(t, env, obj)
-	for _, a := range []struct {
-		name  string
-		check func(context.Context, client.Object) error
-	}{{"ExactlyOnceAdmitted", c.ExactlyOnceAdmitted}, {"NominationCleared", c.NominationCleared}, {"LosersCleaned", c.LosersCleaned}, {"StatusSynced", c.StatusSynced}} {
-		if err := a.check(ctx, obj); err != nil {
-			t.Errorf("%s: %v", a.name, err)
-		}
-	}
+	checkEach(t, ctx, "", obj, append(placementChecks(&c), namedCheck{"StatusSynced", c.StatusSynced})...)
 	mgr := env.Topo.Manager
-	kind, _ := observe.JobKindOf(obj)
-	got, err := observe.NewJobObject(kind)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := mgr.Client.Get(ctx, client.ObjectKeyFromObject(obj), got); err != nil {
-		t.Fatalf("cluster %q: get %s: %v", mgr.Name, ref, err)
-	}
+	got := managerCopy(t, ctx, env, obj)
 	if st, _ := observe.JobStateOf(got); !st.Started {
 		t.Errorf("cluster %q: %s is %s after StatusSynced held, want it started (copied from the worker)", mgr.Name, ref, st.Summary)
 	} else {
 		t.Logf("cluster %q: %s: %s", mgr.Name, ref, st.Summary)
 	}
-	if err := c.Finished(ctx, obj); !assert.IsLimitation(err) {
-		t.Errorf("Finished: want the documented limitation, got: %v", err)
-	}
-	if err := mgr.Client.Delete(ctx, obj, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
-		t.Fatalf("cluster %q: delete %s: %v", mgr.Name, ref, err)
-	}
-	if err := c.NoOrphans(ctx); err != nil {
-		t.Errorf("NoOrphans: %v", err)
-	}
+	neverFinishedNoOrphans(t, ctx, env, &c, obj)
 }
 
 // TestRayClusterStatusThatStopsFollowingFailsStatusSynced: once a placed
@@ -195,20 +174,14 @@ func statusStopsFollowing(t *testing.T, env *scenario.Env, obj client.Object, re
 	}
 	mgr := env.Topo.Manager
 	refuseStatusWrites(t, mgr, "kueue", resource, obj.GetName())
-	kind, _ := observe.JobKindOf(obj)
-	got, err := observe.NewJobObject(kind)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := mgr.Client.Get(ctx, client.ObjectKeyFromObject(obj), got); err != nil {
-		t.Fatalf("cluster %q: get %s: %v", mgr.Name, ref, err)
-	}
+	got := managerCopy(t, ctx, env, obj)
 	orig := got.DeepCopyObject().(client.Object)
 	change(got)
 	if err := mgr.Client.Status().Patch(ctx, got, client.MergeFrom(orig)); err != nil {
 		t.Fatalf("cluster %q: patch %s's status: %v", mgr.Name, ref, err)
 	}
-	err = poll.Until(ctx, 10*time.Second, fmt.Sprintf("the Observer to record the manager's changed %s status", kind), func(context.Context) error {
+	kind, _ := observe.JobKindOf(obj)
+	err := poll.Until(ctx, 10*time.Second, fmt.Sprintf("the Observer to record the manager's changed %s status", kind), func(context.Context) error {
 		evs, _ := env.Obs.History(kind, obj.GetNamespace(), obj.GetName())
 		for _, e := range evs {
 			if e.Cluster == mgr.Name && e.Type == observe.JobStatus && strings.Contains(e.Detail, changed) {
@@ -222,7 +195,7 @@ func statusStopsFollowing(t *testing.T, env *scenario.Env, obj client.Object, re
 	}
 	c.Timeout = 20 * time.Second
 	err = c.StatusSynced(ctx, obj)
-	failsNaming(t, err, "StatusSynced failed", ref, `cluster "`+mgr.Name+`"`, changed, workerHas)
+	testtopo.FailsNaming(t, err, "StatusSynced failed", ref, `cluster "`+mgr.Name+`"`, changed, workerHas)
 }
 
 // refuseStatusWrites has cluster c's API server refuse user's writes to
@@ -309,15 +282,7 @@ func judgeSubmitted(t *testing.T, env *scenario.Env, since time.Time, obj client
 	c := *env.Check
 	c.Since = since
 	ref := servingRef(obj)
-	mgr := env.Topo.Manager
-	for _, a := range []struct {
-		name  string
-		check func(context.Context, client.Object) error
-	}{{"ExactlyOnceAdmitted", c.ExactlyOnceAdmitted}, {"NominationCleared", c.NominationCleared}, {"LosersCleaned", c.LosersCleaned}} {
-		if err := a.check(ctx, obj); err != nil {
-			t.Errorf("%s: %v", a.name, err)
-		}
-	}
+	checkEach(t, ctx, "", obj, placementChecks(&c)...)
 	err := c.StatusSynced(ctx, obj)
 	if !assert.IsLimitation(err) {
 		t.Fatalf("StatusSynced: want the documented limitation, got: %v", err)
@@ -328,11 +293,35 @@ func judgeSubmitted(t *testing.T, env *scenario.Env, since time.Time, obj client
 			t.Errorf("StatusSynced's limitation lacks %q:\n%v", want, err)
 		}
 	}
+	neverFinishedNoOrphans(t, ctx, env, &c, obj)
+}
+
+// managerCopy reads obj, a job object, from the manager.
+func managerCopy(t *testing.T, ctx context.Context, env *scenario.Env, obj client.Object) client.Object {
+	t.Helper()
+	mgr := env.Topo.Manager
+	kind, _ := observe.JobKindOf(obj)
+	got, err := observe.NewJobObject(kind)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mgr.Client.Get(ctx, client.ObjectKeyFromObject(obj), got); err != nil {
+		t.Fatalf("cluster %q: get %s: %v", mgr.Name, servingRef(obj), err)
+	}
+	return got
+}
+
+// neverFinishedNoOrphans checks that Finished returns the documented
+// limitation for obj, a serving kind, then deletes it from the manager and
+// checks that no orphan is left.
+func neverFinishedNoOrphans(t *testing.T, ctx context.Context, env *scenario.Env, c *assert.Checker, obj client.Object) {
+	t.Helper()
+	mgr := env.Topo.Manager
 	if err := c.Finished(ctx, obj); !assert.IsLimitation(err) {
 		t.Errorf("Finished: want the documented limitation, got: %v", err)
 	}
 	if err := mgr.Client.Delete(ctx, obj, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
-		t.Fatalf("cluster %q: delete %s: %v", mgr.Name, ref, err)
+		t.Fatalf("cluster %q: delete %s: %v", mgr.Name, servingRef(obj), err)
 	}
 	if err := c.NoOrphans(ctx); err != nil {
 		t.Errorf("NoOrphans: %v", err)
@@ -383,7 +372,7 @@ func TestStrayServingCopiesFailNoOrphans(t *testing.T) {
 		}
 	})
 	err := assert.New(env.Topo, env.Obs).NoOrphans(ctx)
-	failsNaming(t, err, "NoOrphans failed", `cluster "`+w.Name+`": StatefulSet default/stray-sts (age`, `cluster "`+w.Name+`": LeaderWorkerSet default/stray-lws (age`,
+	testtopo.FailsNaming(t, err, "NoOrphans failed", `cluster "`+w.Name+`": StatefulSet default/stray-sts (age`, `cluster "`+w.Name+`": LeaderWorkerSet default/stray-lws (age`,
 		`cluster "`+w.Name+`": RayCluster default/stray-rc (age`,
 		"no StatefulSet of that name on the manager", "no LeaderWorkerSet of that name on the manager", "no RayCluster of that name on the manager")
 }
@@ -407,5 +396,5 @@ func TestStaleLeaderWorkerSetCopyFailsNoOrphans(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = w.Client.Delete(ctx, stale, client.PropagationPolicy(metav1.DeletePropagationBackground)) })
 	err := assert.New(env.Topo, env.Obs).NoOrphans(ctx)
-	failsNaming(t, err, `cluster "`+w.Name+`": LeaderWorkerSet default/stale-lws (age`, observe.AnnotationOriginUID+"=0b0e1a7e-stale names an earlier LeaderWorkerSet", "the manager's is "+string(live.GetUID()))
+	testtopo.FailsNaming(t, err, `cluster "`+w.Name+`": LeaderWorkerSet default/stale-lws (age`, observe.AnnotationOriginUID+"=0b0e1a7e-stale names an earlier LeaderWorkerSet", "the manager's is "+string(live.GetUID()))
 }

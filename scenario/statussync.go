@@ -32,10 +32,7 @@ func StatusSync(ctx context.Context, env *Env, o StatusSyncOptions) (DispatchRes
 		map[string]string{"Jobs": "it submits one job that succeeds and one that fails of each kind", "Fails": "it builds one job of each kind to fail"}); err != nil {
 		return DispatchResult{}, err
 	}
-	if err := d.defaults(r.name, "StatusSyncOptions.Dispatch", r.env.Topo.JobSize()); err != nil {
-		return DispatchResult{}, err
-	}
-	kinds, err := checkKinds(env, "StatusSyncOptions.Dispatch.Kinds", d.Kinds)
+	kinds, err := r.dispatchKinds(&d, "StatusSyncOptions.Dispatch")
 	if err != nil {
 		return DispatchResult{}, err
 	}
@@ -61,6 +58,5 @@ func StatusSync(ctx context.Context, env *Env, o StatusSyncOptions) (DispatchRes
 // StatusSync runs StatusSync and reports its error.
 func (r *Runner) StatusSync(ctx context.Context, o StatusSyncOptions) (DispatchResult, bool) {
 	r.rep.Helper()
-	res, err := StatusSync(ctx, r.env, o)
-	return res, r.report(err)
+	return reported(r, ctx, StatusSync, o)
 }

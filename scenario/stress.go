@@ -112,10 +112,7 @@ func Stress(ctx context.Context, env *Env, o StressOptions) (StressResult, error
 		map[string]string{"Fails": "its jobs must finish for the run to end", "StartTimeout": "its waits are bounded by the Checker's Timeout"}); err != nil {
 		return res, err
 	}
-	if err := d.defaults(r.name, "StressOptions.Dispatch", r.env.Topo.JobSize()); err != nil {
-		return res, err
-	}
-	kinds, err := checkKinds(env, "StressOptions.Dispatch.Kinds", d.Kinds)
+	kinds, err := r.dispatchKinds(&d, "StressOptions.Dispatch")
 	if err != nil {
 		return res, err
 	}
@@ -222,8 +219,7 @@ func Stress(ctx context.Context, env *Env, o StressOptions) (StressResult, error
 // Stress runs Stress and reports its error.
 func (r *Runner) Stress(ctx context.Context, o StressOptions) (StressResult, bool) {
 	r.rep.Helper()
-	res, err := Stress(ctx, r.env, o)
-	return res, r.report(err)
+	return reported(r, ctx, Stress, o)
 }
 
 // allFinished waits until every object's manager Workload is Finished, for

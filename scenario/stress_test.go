@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/multikueue-testkit/testkit/internal/testtopo"
 	"github.com/multikueue-testkit/testkit/observe"
 	"github.com/multikueue-testkit/testkit/scenario"
 	"github.com/multikueue-testkit/testkit/topology"
@@ -65,17 +66,8 @@ func BenchmarkStress(b *testing.B) {
 	workers := envInt(b, "MKTK_STRESS_WORKERS", 3)
 	ctx := context.Background()
 	start := time.Now()
-	topo, err := local.New(ctx, topology.Options{Workers: workers, WorkerQuota: topology.Quota{CPU: "20", Memory: "40Gi"}}, local.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer topo.Close(ctx)
-	b.Logf("%d workers Active after %s", workers, time.Since(start).Round(time.Millisecond))
-	env, err := scenario.Observe(ctx, topo)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer env.Close()
+	_, env := testtopo.StartObserved(ctx, b, topology.Options{Workers: workers, WorkerQuota: topology.Quota{CPU: "20", Memory: "40Gi"}}, local.Options{})
+	b.Logf("%d workers Active and observed after %s", workers, time.Since(start).Round(time.Millisecond))
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		res, err := scenario.Stress(ctx, env, scenario.StressOptions{Dispatch: scenario.DispatchOptions{Jobs: n, NamePrefix: fmt.Sprintf("bench-%d", i)}})
@@ -171,16 +163,7 @@ func BenchmarkThroughput(b *testing.B) {
 	n := envInt(b, "MKTK_THROUGHPUT_WORKLOADS", 120)
 	ctx := context.Background()
 	// 100m each: 120 need 12 CPU; every worker has 20, the manager their sum.
-	topo, err := local.New(ctx, topology.Options{Workers: 3, WorkerQuota: topology.Quota{CPU: "20", Memory: "40Gi"}}, local.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer topo.Close(ctx)
-	env, err := scenario.Observe(ctx, topo)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer env.Close()
+	_, env := testtopo.StartObserved(ctx, b, topology.Options{Workers: 3, WorkerQuota: topology.Quota{CPU: "20", Memory: "40Gi"}}, local.Options{})
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		res, err := scenario.Stress(ctx, env, scenario.StressOptions{Dispatch: scenario.DispatchOptions{Jobs: n, CPU: "100m", Memory: "10Mi", RunFor: time.Millisecond, NamePrefix: fmt.Sprintf("tput-%d", i)}, Ample: true})

@@ -34,71 +34,64 @@ func kubeflowPods(specs map[kftraining.ReplicaType]*kftraining.ReplicaSpec) []co
 	return out
 }
 
+// batchBuilder is a run-to-completion kind's builder B.
+type batchBuilder[B any] interface {
+	Queue(q string) B
+	RunFor(d time.Duration) B
+	Requests(cpu, memory string) B
+	Fails() B
+}
+
+// batchCalls makes on b the calls batchKinds makes on every kind.
+func batchCalls[B batchBuilder[B]](b B, d time.Duration, fails bool, cpu string) B {
+	b.Queue("q").RunFor(d).Requests(cpu, "")
+	if fails {
+		b.Fails()
+	}
+	return b
+}
+
 // batchKinds builds every run-to-completion kind with the same calls (the
 // AppWrapper's pods are inside its component's JSON: TestKindSpecificDefaults).
 func batchKinds(d time.Duration, fails bool, cpu string) map[string]built {
 	out := map[string]built{}
 	{
-		x := workload.NewMPIJob("j", "ns").Queue("q").RunFor(d).Requests(cpu, "")
-		if fails {
-			x.Fails()
-		}
+		x := batchCalls(workload.NewMPIJob("j", "ns"), d, fails, cpu)
 		o := x.Obj()
 		out["MPIJob"] = built{o.ObjectMeta, *o.Spec.RunPolicy.Suspend, []corev1.PodTemplateSpec{o.Spec.MPIReplicaSpecs[kfmpi.MPIReplicaTypeLauncher].Template}, x.Err()}
 	}
 	{
-		x := workload.NewPyTorchJob("j", "ns").Queue("q").RunFor(d).Requests(cpu, "")
-		if fails {
-			x.Fails()
-		}
+		x := batchCalls(workload.NewPyTorchJob("j", "ns"), d, fails, cpu)
 		o := x.Obj()
 		out["PyTorchJob"] = built{o.ObjectMeta, *o.Spec.RunPolicy.Suspend, kubeflowPods(o.Spec.PyTorchReplicaSpecs), x.Err()}
 	}
 	{
-		x := workload.NewTFJob("j", "ns").Queue("q").RunFor(d).Requests(cpu, "")
-		if fails {
-			x.Fails()
-		}
+		x := batchCalls(workload.NewTFJob("j", "ns"), d, fails, cpu)
 		o := x.Obj()
 		out["TFJob"] = built{o.ObjectMeta, *o.Spec.RunPolicy.Suspend, kubeflowPods(o.Spec.TFReplicaSpecs), x.Err()}
 	}
 	{
-		x := workload.NewXGBoostJob("j", "ns").Queue("q").RunFor(d).Requests(cpu, "")
-		if fails {
-			x.Fails()
-		}
+		x := batchCalls(workload.NewXGBoostJob("j", "ns"), d, fails, cpu)
 		o := x.Obj()
 		out["XGBoostJob"] = built{o.ObjectMeta, *o.Spec.RunPolicy.Suspend, kubeflowPods(o.Spec.XGBReplicaSpecs), x.Err()}
 	}
 	{
-		x := workload.NewPaddleJob("j", "ns").Queue("q").RunFor(d).Requests(cpu, "")
-		if fails {
-			x.Fails()
-		}
+		x := batchCalls(workload.NewPaddleJob("j", "ns"), d, fails, cpu)
 		o := x.Obj()
 		out["PaddleJob"] = built{o.ObjectMeta, *o.Spec.RunPolicy.Suspend, kubeflowPods(o.Spec.PaddleReplicaSpecs), x.Err()}
 	}
 	{
-		x := workload.NewJAXJob("j", "ns").Queue("q").RunFor(d).Requests(cpu, "")
-		if fails {
-			x.Fails()
-		}
+		x := batchCalls(workload.NewJAXJob("j", "ns"), d, fails, cpu)
 		o := x.Obj()
 		out["JAXJob"] = built{o.ObjectMeta, *o.Spec.RunPolicy.Suspend, kubeflowPods(o.Spec.JAXReplicaSpecs), x.Err()}
 	}
 	{
-		x := workload.NewPod("j", "ns").Queue("q").RunFor(d).Requests(cpu, "")
-		if fails {
-			x.Fails()
-		}
+		x := batchCalls(workload.NewPod("j", "ns"), d, fails, cpu)
 		o := x.Obj()
 		out["Pod"] = built{o.ObjectMeta, true, []corev1.PodTemplateSpec{tmpl(o.ObjectMeta, o.Spec)}, x.Err()}
 	}
 	{
-		x := workload.NewPodGroup("j", "ns").Queue("q").RunFor(d).Requests(cpu, "")
-		if fails {
-			x.Fails()
-		}
+		x := batchCalls(workload.NewPodGroup("j", "ns"), d, fails, cpu)
 		pods := x.Objs()
 		var ts []corev1.PodTemplateSpec
 		for _, p := range pods {

@@ -54,6 +54,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return assetsCmd(args, stdout, stderr)
 }
 
+// parseNoArgs parses args into fs's flags and wants no argument after them;
+// false when they do not parse (fs said why) or leave one (said on stderr).
+func parseNoArgs(fs *flag.FlagSet, args []string, stderr io.Writer) bool {
+	if err := fs.Parse(args); err != nil {
+		return false
+	}
+	if fs.NArg() != 0 {
+		fmt.Fprintf(stderr, "%s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
+		return false
+	}
+	return true
+}
+
 // assetsCmd is `mktk [flags] assets`.
 func assetsCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("mktk", flag.ContinueOnError)

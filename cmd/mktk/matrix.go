@@ -52,11 +52,7 @@ flags:
 `)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	if fs.NArg() != 0 {
-		fmt.Fprintf(stderr, "mktk matrix: unexpected argument %q\n", fs.Arg(0))
+	if !parseNoArgs(fs, args, stderr) {
 		return 2
 	}
 	var targets []matrix.Target

@@ -43,11 +43,7 @@ flags:
 `)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	if fs.NArg() != 0 {
-		fmt.Fprintf(stderr, "mktk scale: unexpected argument %q\n", fs.Arg(0))
+	if !parseNoArgs(fs, args, stderr) {
 		return 2
 	}
 	ns, err := parseWorkers(*workers)

@@ -30,11 +30,7 @@ func up(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(fs.Output(), "usage: mktk up [--workers N] [--nodes N]\n\nStarts 1 manager + N workers (the local topology) and keeps them up until Ctrl-C.\n\nflags:\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	if fs.NArg() != 0 {
-		fmt.Fprintf(stderr, "mktk up: unexpected argument %q\n", fs.Arg(0))
+	if !parseNoArgs(fs, args, stderr) {
 		return 2
 	}
 	if *nodes < 1 {

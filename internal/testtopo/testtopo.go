@@ -1,5 +1,6 @@
 // Package testtopo holds what the module's tests share to start a local
-// topology and wait on what it runs: it is imported by _test.go files only.
+// topology, wait on what it runs and judge it: it is imported by _test.go
+// files only.
 package testtopo
 
 import (
@@ -21,7 +22,7 @@ import (
 
 // StartObserved starts a local topology of its own for t, closed when t
 // ends, with an Env observing it (closed first).
-func StartObserved(ctx context.Context, t *testing.T, o topology.Options, lo local.Options) (*topology.Topology, *scenario.Env) {
+func StartObserved(ctx context.Context, t testing.TB, o topology.Options, lo local.Options) (*topology.Topology, *scenario.Env) {
 	t.Helper()
 	topo, err := local.New(ctx, o, lo)
 	if err != nil {

@@ -48,34 +48,19 @@ func Canonical(o CanonicalOptions) []Behaviour {
 	}
 	add(Behaviour{Name: "StatusSync", Kind: KindScenario, Setup: SetupAllAtOnce,
 		Doc: "for every enabled kind a job that succeeds and one that fails: the manager's final status is the remote one",
-		Run: func(ctx context.Context, env *scenario.Env) error {
-			_, err := scenario.StatusSync(ctx, env, scenario.StatusSyncOptions{Dispatch: scenario.DispatchOptions{NamePrefix: "mx-statussync"}})
-			return err
-		}})
+		Run: runs(scenario.StatusSync, scenario.StatusSyncOptions{Dispatch: scenario.DispatchOptions{NamePrefix: "mx-statussync"}})})
 	add(Behaviour{Name: "AllAtOnce", Kind: KindScenario, Setup: SetupAllAtOnce,
 		Doc: "each workload's first nomination names every Active worker, each of which gets a copy",
-		Run: func(ctx context.Context, env *scenario.Env) error {
-			_, err := scenario.AllAtOnce(ctx, env, scenario.DispatchOptions{Jobs: 3, NamePrefix: "mx-allatonce"})
-			return err
-		}})
+		Run: runs(scenario.AllAtOnce, scenario.DispatchOptions{Jobs: 3, NamePrefix: "mx-allatonce"})})
 	add(Behaviour{Name: "LoserCleanup", Kind: KindScenario, Setup: SetupAllAtOnce,
 		Doc: "with admission held 3s on the workers: no losing copy removed before the winner is admitted (gate MultiKueueWaitForWorkloadAdmitted as run)",
-		Run: func(ctx context.Context, env *scenario.Env) error {
-			_, err := scenario.LoserCleanup(ctx, env, scenario.LoserCleanupOptions{Dispatch: scenario.DispatchOptions{Jobs: 2, NamePrefix: "mx-losers"}, HoldAdmission: 3 * time.Second})
-			return err
-		}})
+		Run: runs(scenario.LoserCleanup, scenario.LoserCleanupOptions{Dispatch: scenario.DispatchOptions{Jobs: 2, NamePrefix: "mx-losers"}, HoldAdmission: 3 * time.Second})})
 	add(Behaviour{Name: "Quota", Kind: KindScenario, Setup: SetupAllAtOnce,
 		Doc: "more Jobs than fit: queued under exhaustion, quota respected on every cluster, every Job judged",
-		Run: func(ctx context.Context, env *scenario.Env) error {
-			_, err := scenario.Quota(ctx, env, scenario.QuotaOptions{Dispatch: scenario.DispatchOptions{NamePrefix: "mx-quota"}})
-			return err
-		}})
+		Run: runs(scenario.Quota, scenario.QuotaOptions{Dispatch: scenario.DispatchOptions{NamePrefix: "mx-quota"}})})
 	add(Behaviour{Name: "Stress", Kind: KindScenario, Setup: SetupAllAtOnce,
 		Doc: fmt.Sprintf("%d Jobs at once, more than the quota admits: every per-workload assertion over each, quota respected, nothing orphaned", o.StressJobs),
-		Run: func(ctx context.Context, env *scenario.Env) error {
-			_, err := scenario.Stress(ctx, env, scenario.StressOptions{Dispatch: scenario.DispatchOptions{Jobs: o.StressJobs, NamePrefix: "mx-stress"}})
-			return err
-		}})
+		Run: runs(scenario.Stress, scenario.StressOptions{Dispatch: scenario.DispatchOptions{Jobs: o.StressJobs, NamePrefix: "mx-stress"}})})
 	add(Behaviour{Name: "finding/final-status-dropped-while-suspended", Kind: KindFinding, Setup: SetupAllAtOnce,
 		Doc:    "the remote Job finishes while the manager's Job is still suspended: the manager's Job still gets the final status (#11867)",
 		Expect: FixedIn("v0.18.2", "the final status dropped while the manager's Job is suspended (kueue #11867, #12297 in v0.18.2)"),
@@ -94,10 +79,7 @@ func Canonical(o CanonicalOptions) []Behaviour {
 
 	add(Behaviour{Name: "Incremental", Kind: KindScenario, Setup: SetupIncremental,
 		Doc: "each workload's first round nominates the first workers in the order the version follows (config order from v0.19, else by name), every Dispatch check",
-		Run: func(ctx context.Context, env *scenario.Env) error {
-			_, err := scenario.Incremental(ctx, env, scenario.IncrementalOptions{Dispatch: scenario.DispatchOptions{Jobs: 4, NamePrefix: "mx-rounds"}})
-			return err
-		}})
+		Run: runs(scenario.Incremental, scenario.IncrementalOptions{Dispatch: scenario.DispatchOptions{Jobs: 4, NamePrefix: "mx-rounds"}})})
 
 	add(Behaviour{Name: "Incremental/config-order", Kind: KindFeature, Setup: SetupIncremental,
 		Doc:    "the Incremental dispatcher's first round is the first 3 workers of MultiKueueConfig.spec.clusters, not the first 3 by name",
@@ -106,10 +88,7 @@ func Canonical(o CanonicalOptions) []Behaviour {
 
 	add(Behaviour{Name: "External", Kind: KindScenario, Setup: SetupExternal,
 		Doc: "an external dispatcher nominates one worker per workload in turn (server-side apply): every placement is its choice",
-		Run: func(ctx context.Context, env *scenario.Env) error {
-			_, err := scenario.External(ctx, env, scenario.ExternalOptions{Dispatch: scenario.DispatchOptions{Jobs: 4, NamePrefix: "mx-ext"}})
-			return err
-		}})
+		Run: runs(scenario.External, scenario.ExternalOptions{Dispatch: scenario.DispatchOptions{Jobs: 4, NamePrefix: "mx-ext"}})})
 	add(Behaviour{Name: "finding/merge-patched-nominations", Kind: KindFinding, Setup: SetupExternal,
 		Doc:    "an external dispatcher that merge-patches status.nominatedClusterNames: MultiKueue still records the placement",
 		Expect: FixedIn("v0.18.0", "a placement over merge-patched nominations never recorded (measured on v0.17.0 and v0.17.1; no changelog entry)"),
@@ -118,31 +97,28 @@ func Canonical(o CanonicalOptions) []Behaviour {
 	add(Behaviour{Name: "ManagerRestart", Kind: KindScenario, Setup: SetupResilient,
 		Doc:    "the manager's Kueue stopped mid-dispatch and started again: every Job resumed, admitted once, finished, synced",
 		Expect: BrokenSince("v0.18.0", "Jobs waiting for dispatch when the manager's Kueue restarts are never dispatched (scenario.ErrNotResumed)"),
-		Run: func(ctx context.Context, env *scenario.Env) error {
-			_, err := scenario.ManagerRestart(ctx, env, scenario.RestartOptions{Dispatch: scenario.DispatchOptions{NamePrefix: "mx-restart"}})
-			return err
-		}})
+		Run:    runs(scenario.ManagerRestart, scenario.RestartOptions{Dispatch: scenario.DispatchOptions{NamePrefix: "mx-restart"}})})
 	add(Behaviour{Name: "WorkerOutage", Kind: KindScenario, Setup: SetupResilient,
 		Doc: "a worker's API server stopped with Jobs in flight: held, re-dispatched after workerLostTimeout, the worker's stale copies removed when it returns",
-		Run: func(ctx context.Context, env *scenario.Env) error {
-			_, err := scenario.WorkerOutage(ctx, env, scenario.OutageOptions{Dispatch: scenario.DispatchOptions{NamePrefix: "mx-outage"}})
-			return err
-		}})
+		Run: runs(scenario.WorkerOutage, scenario.OutageOptions{Dispatch: scenario.DispatchOptions{NamePrefix: "mx-outage"}})})
 	add(Behaviour{Name: "Disconnect", Kind: KindScenario, Setup: SetupResilient,
 		Doc: "a worker made unreachable without process control (the server in its kubeconfig Secret pointed at an unreachable address; the worker runs on): held, re-dispatched after workerLostTimeout, stale copies removed once restored",
-		Run: func(ctx context.Context, env *scenario.Env) error {
-			_, err := scenario.Disconnect(ctx, env, scenario.DisconnectOptions{Dispatch: scenario.DispatchOptions{NamePrefix: "mx-disconnect"}})
-			return err
-		}})
+		Run: runs(scenario.Disconnect, scenario.DisconnectOptions{Dispatch: scenario.DispatchOptions{NamePrefix: "mx-disconnect"}})})
 
 	add(Behaviour{Name: "Failover", Kind: KindScenario, Setup: SetupHA,
 		Doc:    "the manager's Kueue leader killed while Jobs arrive: a new leader takes over, every Job admitted once and finished, nothing orphaned",
 		Expect: BrokenSince("v0.18.0", "Jobs waiting for dispatch when the leader is killed are never dispatched by the new leader (scenario.ErrNotResumed)"),
-		Run: func(ctx context.Context, env *scenario.Env) error {
-			_, err := scenario.Failover(ctx, env, scenario.FailoverOptions{Dispatch: scenario.DispatchOptions{Jobs: 24, NamePrefix: "mx-failover"}})
-			return err
-		}})
+		Run:    runs(scenario.Failover, scenario.FailoverOptions{Dispatch: scenario.DispatchOptions{Jobs: 24, NamePrefix: "mx-failover"}})})
 	return bs
+}
+
+// runs is a Behaviour's Run that runs scenario f with the options o, its
+// result dropped.
+func runs[O, R any](f func(context.Context, *scenario.Env, O) (R, error), o O) func(context.Context, *scenario.Env) error {
+	return func(ctx context.Context, env *scenario.Env) error {
+		_, err := f(ctx, env, o)
+		return err
+	}
 }
 
 // enabled says whether the topology's integrations enable kind k.
