@@ -54,11 +54,11 @@
 // temporary directory; with kept or reused clusters it first deletes the
 // objects the topology created, as for existing clusters.
 //
-// Not supported: the Ray integrations (install.KubeRay installs the
-// operator, but this provider builds no KubeRay image to load into the
-// nodes; see ErrNoKubeRayImage), and the ClusterProfile
-// connector's exec credentials plugin, which install.CredentialsPlugin puts
-// into Kueue's pod from an image this provider does not build yet.
+// The ClusterProfile connector works: its secretreader plugin goes into the
+// manager's Kueue pod from an image built here (Options.CredentialsPlugin,
+// PluginCommand). Not supported: the Ray integrations (install.KubeRay
+// installs the operator, but this provider builds no KubeRay image to load
+// into the nodes; see ErrNoKubeRayImage).
 package kind
 
 import (
