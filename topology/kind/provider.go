@@ -19,6 +19,7 @@ import (
 
 	"github.com/multikueue-testkit/testkit/connect"
 	"github.com/multikueue-testkit/testkit/internal/assets"
+	"github.com/multikueue-testkit/testkit/internal/inotify"
 	"github.com/multikueue-testkit/testkit/internal/redact"
 	"github.com/multikueue-testkit/testkit/internal/syncwriter"
 	"github.com/multikueue-testkit/testkit/topology"
@@ -314,6 +315,17 @@ func (p *Provider) createOrReuse(ctx context.Context, members []*member, progres
 	have, err := p.kindProvider(progress, "").List()
 	if err != nil {
 		return fmt.Errorf("kind: listing clusters with %s: %s", p.rt, redact.String(err.Error()))
+	}
+	create := 0
+	for _, m := range members {
+		if !slices.Contains(have, m.kindName) {
+			create++
+		}
+	}
+	if uid, ok := nodesUID(ctx, p.rt); ok && create > 0 {
+		if err := inotify.Check(fmt.Sprintf("kind: %d new kind nodes (%d each, measured)", create, inotifyPerNode), create*inotifyPerNode, uid); err != nil {
+			return err
+		}
 	}
 	g := &errgroup.Group{}
 	g.SetLimit(p.parallel())

@@ -131,3 +131,36 @@ func lastLine(b []byte) string {
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
 	return strings.TrimSpace(lines[len(lines)-1])
 }
+
+// inotifyPerNode is how many inotify instances one kind node holds once
+// Kueue runs on it: 27 counted on each node of a 1 + 3 topology here
+// (systemd, containerd, kubelet, the control plane, CoreDNS, Kueue), plus a
+// margin. The nodes' processes count against the limit of the user they
+// run as (root on a rootful engine), which Linux sets to 128 by default:
+// four nodes take most of it.
+const inotifyPerNode = 30
+
+// nodesUID is the host user the node containers' processes run as: root on
+// a rootful engine, this user on a rootless one; false when the runtime
+// does not say.
+func nodesUID(ctx context.Context, rt Runtime) (uint32, bool) {
+	var args []string
+	switch rt.Name {
+	case RuntimeDocker:
+		args = []string{"info", "--format", "{{json .SecurityOptions}}"}
+	case RuntimePodman:
+		args = []string{"info", "--format", "{{.Host.Security.Rootless}}"}
+	default:
+		return 0, false
+	}
+	ctx, cancel := context.WithTimeout(ctx, daemonTimeout)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, rt.CLI, args...).Output()
+	if err != nil {
+		return 0, false
+	}
+	if s := string(out); strings.Contains(s, "rootless") || strings.TrimSpace(s) == "true" {
+		return uint32(os.Getuid()), true
+	}
+	return 0, true
+}
