@@ -46,9 +46,10 @@ type Provider struct {
 	took      map[string]time.Duration // how long kind took to create each (Ready control plane)
 	reused    []string                 // kind clusters that existed before
 	images    []ImageLoad
-	// network is kind's container network when it did not exist before
-	// Provision: Close removes it once no container uses it.
-	network string
+	// network is kind's container network when claimNetwork claimed it:
+	// Close removes it once no container uses it.
+	network       string
+	networkMarker string // nodeimage.NetworkMarker of network
 }
 
 // PluginCommand is where the ClusterProfile connector's credentials plugin
@@ -239,11 +240,7 @@ func (p *Provider) Provision(ctx context.Context, spec topology.Spec) (*topology
 	if plugin != nil {
 		plan.add(plugin.Image.Repository+":"+plugin.Image.Tag, topology.RoleManager)
 	}
-	if net := kindNetwork(); exec.CommandContext(ctx, p.rt.CLI, "network", "inspect", net).Run() != nil {
-		p.mu.Lock()
-		p.network = net
-		p.mu.Unlock()
-	}
+	p.claimNetwork(ctx, kindNetwork())
 	if err := p.createOrReuse(ctx, members, progress); err != nil {
 		return nil, nil, err
 	}
@@ -576,9 +573,34 @@ func kindNetwork() string {
 	return "kind"
 }
 
+// claimNetwork records that Close may remove kind's container network:
+// when it does not exist yet (kind will create it for these clusters; the
+// marker file, nodeimage.NetworkMarker, says so to the providers of other
+// test binaries), or when the marker says the testkit's clusters made it.
+func (p *Provider) claimNetwork(ctx context.Context, network string) {
+	marker, err := nodeimage.NetworkMarker(nodeimage.Options{}, network)
+	if err != nil {
+		marker = ""
+	}
+	absent := exec.CommandContext(ctx, p.rt.CLI, "network", "inspect", network).Run() != nil
+	if !absent {
+		if marker == "" {
+			return
+		}
+		if _, err := os.Stat(marker); err != nil {
+			return // there before the testkit's clusters: never removed
+		}
+	} else if marker != "" && os.MkdirAll(filepath.Dir(marker), 0o755) == nil {
+		_ = os.WriteFile(marker, []byte("kind's network "+network+", created for multikueue-testkit's kind clusters; removed with it\n"), 0o644)
+	}
+	p.mu.Lock()
+	p.network, p.networkMarker = network, marker
+	p.mu.Unlock()
+}
+
 // removeNetwork removes kind's network, which kind creates and never
-// deletes, when this provider's Provision saw it created and no container
-// is on it any more.
+// deletes, when claimNetwork claimed it and no container is on it any more
+// (the last provider to close removes it), and its marker with it.
 func (p *Provider) removeNetwork(network string, progress io.Writer) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -587,6 +609,12 @@ func (p *Provider) removeNetwork(network string, progress io.Writer) {
 		return
 	}
 	if err := exec.CommandContext(ctx, p.rt.CLI, "network", "rm", network).Run(); err == nil {
-		fmt.Fprintf(progress, "kind: removed network %q (created by kind for these clusters)\n", network)
+		fmt.Fprintf(progress, "kind: removed network %q (created by kind for the testkit's clusters)\n", network)
+		p.mu.Lock()
+		marker := p.networkMarker
+		p.mu.Unlock()
+		if marker != "" {
+			_ = os.Remove(marker)
+		}
 	}
 }

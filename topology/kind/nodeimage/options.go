@@ -162,3 +162,16 @@ func (o Options) ensureArchived(ctx context.Context, ref, archive string, build 
 	}
 	return os.Rename(tmp, path)
 }
+
+// NetworkMarker is the file that says the testkit's kind clusters made the
+// container network named network (kind creates it and never deletes it):
+// whichever provider closes last removes the network and the file, even
+// when another test binary's clusters made it. A network without the file
+// was there before, and is left alone.
+func NetworkMarker(o Options, network string) (string, error) {
+	o, err := o.withDefaults()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(o.imageDir(), "network-"+network+".made-by-mktk"), nil
+}
