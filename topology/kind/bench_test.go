@@ -1,6 +1,7 @@
 package kind_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os/exec"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/multikueue-testkit/testkit/assert"
+	"github.com/multikueue-testkit/testkit/internal/syncwriter"
 	"github.com/multikueue-testkit/testkit/internal/testlog"
 	"github.com/multikueue-testkit/testkit/scenario"
 	"github.com/multikueue-testkit/testkit/scenario/report"
@@ -52,7 +54,15 @@ func BenchmarkKindBesideLocal(b *testing.B) {
 	if err := local.EnsureBinaries(ctx, local.Options{}); err != nil {
 		b.Fatal(err)
 	}
-	opts := topology.Options{Workers: 3, Progress: testlog.Writer(b)}
+	// The topologies' progress is shown only when the benchmark fails: its
+	// log keeps the numbers, which go test would cut off after the progress.
+	var progress bytes.Buffer
+	defer func() {
+		if b.Failed() {
+			b.Log(progress.String())
+		}
+	}()
+	opts := topology.Options{Workers: 3, Progress: syncwriter.New(&progress)}
 	for b.Loop() {
 		loc := measure(ctx, b, "local", func() (*topology.Topology, error) { return local.New(ctx, opts, local.Options{}) },
 			func(topo *topology.Topology) map[string]int64 {
