@@ -12,6 +12,7 @@ import (
 
 	"github.com/multikueue-testkit/testkit/assert"
 	"github.com/multikueue-testkit/testkit/internal/testlog"
+	"github.com/multikueue-testkit/testkit/internal/testtopo"
 	"github.com/multikueue-testkit/testkit/scenario"
 	"github.com/multikueue-testkit/testkit/topology"
 	"github.com/multikueue-testkit/testkit/topology/kind"
@@ -77,13 +78,8 @@ func TestKindEndToEnd(t *testing.T) {
 	if err := topo.Manager.Client.Create(ctx, job); err != nil {
 		t.Fatal(err)
 	}
-	a.ExactlyOnceAdmitted(ctx, job)
-	a.NominationCleared(ctx, job)
-	a.LosersCleaned(ctx, job)
-	a.StatusSynced(ctx, job)
-	a.Finished(ctx, job)
+	testtopo.DispatchedOnce(ctx, t, a, job)
 	a.QuotaRespected(ctx)
-	a.NoOrphans(ctx)
 	env.Close()
 
 	dir := p.Dir()
