@@ -320,7 +320,7 @@ func (p *Provider) createOrReuse(ctx context.Context, members []*member, progres
 		}
 	}
 	if uid, ok := nodesUID(ctx, p.rt); ok && create > 0 {
-		if err := inotify.Check(fmt.Sprintf("kind: %d new kind nodes (%d each, measured)", create, inotifyPerNode), create*inotifyPerNode, uid); err != nil {
+		if err := inotify.Check(fmt.Sprintf("kind: %d new kind nodes (about %d each)", create, inotifyPerNode), create*inotifyPerNode, uid); err != nil {
 			return err
 		}
 	}
