@@ -79,8 +79,8 @@ func TestScale(t *testing.T) {
 	}
 	for _, w := range rr.Workloads {
 		if w.DispatchLatencyMS == nil || w.RemoteAdmissionMS == nil || (w.Phase == report.PhaseLoad && (w.StatusSyncLagMS == nil || w.Outcome != "Succeeded")) {
-			t.Errorf("workload %s (%s): dispatch %v admission %v sync %v outcome %q; manager Workload %q, placed on %q, %d losers (empty names: the Observer's cache had no Workload for the job, or its history no clusterName)",
-				w.Name, w.Phase, w.DispatchLatencyMS, w.RemoteAdmissionMS, w.StatusSyncLagMS, w.Outcome, w.Workload, w.Cluster, w.Losers)
+			t.Errorf("workload %s (%s): dispatch %v admission %v sync %v outcome %q; manager Workload %q, %d losers (no manager Workload: the Observer's cache had none for the job; every copy a loser: its history on the manager has no clusterName set)",
+				w.Name, w.Phase, w.DispatchLatencyMS, w.RemoteAdmissionMS, w.StatusSyncLagMS, w.Outcome, w.Workload, w.Losers)
 		}
 	}
 	for _, name := range []string{report.StartupPlot, report.MemoryPlot, report.LatencyPlot("w02"), report.PlacementPlot("w02")} {
