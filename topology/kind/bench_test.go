@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -88,13 +89,7 @@ func BenchmarkKindBesideLocal(b *testing.B) {
 		if b.Failed() {
 			return
 		}
-		names := slices.Sorted(func(yield func(string) bool) {
-			for n := range creation {
-				if !yield(n) {
-					return
-				}
-			}
-		})
+		names := slices.Sorted(maps.Keys(creation))
 		var longest time.Duration
 		for _, n := range names {
 			b.Logf("kind cluster %s created in %s", n, creation[n].Round(100*time.Millisecond))
@@ -145,9 +140,9 @@ func measure(ctx context.Context, b *testing.B, what string, up func() (*topolog
 }
 
 func clusterNames(topo *topology.Topology) []string {
-	names := []string{topo.Manager.Name}
-	for _, w := range topo.Workers {
-		names = append(names, w.Name)
+	var names []string
+	for _, c := range topo.Clusters() {
+		names = append(names, c.Name)
 	}
 	return names
 }
