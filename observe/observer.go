@@ -8,13 +8,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/multikueue-testkit/testkit/topology"
@@ -77,13 +75,6 @@ type record struct {
 // until Stop, so a setup step's short-lived context (Ginkgo's BeforeSuite,
 // for instance) does not end it.
 func Start(ctx context.Context, topo *topology.Topology, opts Options) (*Observer, error) {
-	// The informers log through controller-runtime's global logger; left
-	// unset, controller-runtime prints a stack trace after 30 s (seen on
-	// kind and attached clusters, where no local.New sets it). A logger the
-	// caller set is kept.
-	if !ctrllog.Log.Enabled() {
-		ctrllog.SetLogger(logr.Discard())
-	}
 	if opts.MaxEventsPerObject <= 0 {
 		opts.MaxEventsPerObject = 512
 	}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 )
 
@@ -108,6 +110,13 @@ func (t *Topology) Worker(name string) *Cluster {
 func New(ctx context.Context, provider Provider, opts Options) (*Topology, error) {
 	if provider == nil {
 		return nil, errors.New("topology: provider is nil")
+	}
+	// The clients and caches that wire and watch the clusters log through
+	// controller-runtime's global logger; left unset, controller-runtime
+	// prints a stack trace after 30 s (seen on kind). A logger the caller
+	// set is kept.
+	if !ctrllog.Log.Enabled() {
+		ctrllog.SetLogger(logr.Discard())
 	}
 	if opts.Connector == nil {
 		d, ok := provider.(ConnectorDefaulter)
