@@ -174,14 +174,11 @@ func (a AssetOptions) internal() assets.Options {
 }
 
 // installLogger sets controller-runtime's global logger, which Kueue's
-// clients use; left unset, controller-runtime prints a stack trace after 30s.
+// clients use, to Options.Logger when given (topology.New has already set a
+// discarding one when none was set).
 func installLogger(l *logr.Logger) {
 	if l != nil {
 		ctrllog.SetLogger(*l)
-		return
-	}
-	if !ctrllog.Log.Enabled() {
-		ctrllog.SetLogger(logr.Discard())
 	}
 }
 
